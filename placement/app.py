@@ -1,0 +1,101 @@
+"""Building the WSGI application: configuration in, callable out.
+
+``build_app(conf)`` connects the database, optionally migrates it, sets up
+policy, and wraps the router in the middleware listed in ``_stack``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterable
+
+from keystonemiddleware import auth_token
+from oslo_config import cfg
+from oslo_middleware import cors, http_proxy_to_wsgi, request_id, sizelimit
+
+from placement import errors, policy
+from placement.context import RequestContext
+from placement.db import migration
+from placement.db.api import Database
+from placement.middleware import fault, microversion, noauth, request_log
+from placement.middleware.errors import VERSION_ENVIRON, error_response
+from placement.request import PlacementRequest
+from placement.routes import Router
+
+LOG = logging.getLogger(__name__)
+WSGIApp = Callable[..., Iterable[bytes]]
+
+
+class PlacementApp:
+    """The innermost application: context, dispatch, handler, errors."""
+
+    def __init__(self, conf: cfg.ConfigOpts, db: Database, router: Router) -> None:
+        self.conf = conf
+        self.db = db
+        self.router = router
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        req = PlacementRequest(environ)
+        req.version = environ[VERSION_ENVIRON]
+        req.ctx = RequestContext.from_environ(environ, config=self.conf, db=self.db)
+        environ[request_log.CONTEXT_ENVIRON] = req.ctx
+        try:
+            _check_accept(req)
+            handler, urlvars = self.router.dispatch(
+                req.method, req.path_info, req.version)
+            req.urlvars = urlvars
+            resp = handler(req)
+        except errors.ApiError as exc:
+            resp = error_response(environ, exc)
+        return resp(environ, start_response)
+
+
+def _check_accept(req: PlacementRequest) -> None:
+    """406 when the client accepts only types other than JSON."""
+    accept = req.headers.get("Accept")
+    if not accept:
+        return
+    if not req.accept.acceptable_offers(["application/json"]):
+        raise errors.NotAcceptable("Only application/json is provided")
+
+
+def _stack(conf: cfg.ConfigOpts, db: Database) -> WSGIApp:
+    """The middleware around the router, listed from the outside in.
+
+    * fault: outermost, so nothing escapes as a traceback;
+    * request_id: every later step, log line and error sees the same id;
+    * http_proxy_to_wsgi: scheme and host as the client saw them, so
+      ``Location`` and links are right behind a TLS-terminating proxy;
+    * cors: answers preflights before authentication, as browsers need;
+    * sizelimit: refuses oversize bodies before anyone reads them;
+    * microversion: negotiated before auth, so even a 401 carries it;
+    * request_log: after microversion and with the context, when set;
+    * auth: keystonemiddleware or noauth2, skipped for public paths;
+    * the application: context, routing, handlers.
+    """
+    router = Router()
+    app: WSGIApp = PlacementApp(conf, db, router)
+    if conf.api.auth_strategy == "noauth2":
+        app = noauth.NoAuthMiddleware(app, router.is_public)
+    else:
+        keystone = auth_token.AuthProtocol(app, {"oslo_config_config": conf})
+        app = noauth.PublicPathBypass(keystone, app, router.is_public)
+    app = request_log.RequestLog(app)
+    app = microversion.MicroversionMiddleware(app)
+    app = sizelimit.RequestBodySizeLimiter(app, conf)
+    app = cors.CORS(app, conf)
+    app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    app = request_id.RequestId(app)
+    app = fault.FaultWrapper(app)
+    return app
+
+
+def build_app(conf: cfg.ConfigOpts, db: Database | None = None) -> WSGIApp:
+    """The placement WSGI application for this configuration."""
+    db = db or Database(conf)
+    if conf.placement_database.sync_on_startup:
+        migration.upgrade(db)
+    policy.init(conf)
+    return _stack(conf, db)

@@ -1,0 +1,69 @@
+"""``placement-manage``: database administration.
+
+* ``db sync``: create or upgrade the schema and sync standard classes and
+  traits; safe to repeat.
+* ``db version``: the schema revision of the database.
+* ``db online_data_migrations``: data migrations that may run while the
+  service serves (none are pending in this release; the command exists so
+  that upgrade tooling can call it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from oslo_db import exception as db_exc
+
+import placement
+from placement import conf as placement_conf
+from placement.db import migration
+from placement.db.api import Database, redact_url
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="placement-manage")
+    parser.add_argument("--version", action="version",
+                        version=placement.__version__)
+    parser.add_argument("--config-file", action="append", default=None)
+    parser.add_argument("--config-dir", default=None)
+    groups = parser.add_subparsers(dest="group", required=True)
+    db = groups.add_parser("db", help="database commands")
+    commands = db.add_subparsers(dest="command", required=True)
+    commands.add_parser("sync", help="create or upgrade the schema")
+    commands.add_parser("version", help="print the schema revision")
+    online = commands.add_parser(
+        "online_data_migrations", help="run online data migrations")
+    online.add_argument("--max-count", type=int, default=None)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    conf_args: list[str] = []
+    for path in args.config_file or []:
+        conf_args += ["--config-file", path]
+    if args.config_dir:
+        conf_args += ["--config-dir", args.config_dir]
+    conf = placement_conf.load(
+        conf_args, default_config_files=[] if args.config_file else None,
+        prog="placement-manage")
+    db = Database(conf)
+    try:
+        if args.command == "sync":
+            migration.upgrade(db)
+            print("database %s is at revision %s"
+                  % (redact_url(db.url), migration.current_revision(db)))
+        elif args.command == "version":
+            print(migration.current_revision(db))
+        else:
+            print("no online data migrations are pending")
+    except db_exc.DBError as exc:
+        print("placement-manage: database %s: %s" % (redact_url(db.url), exc),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""The ``[api]`` group: how requests are authenticated."""
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup("api", title="API options")
+
+OPTS = [
+    cfg.StrOpt(
+        "auth_strategy",
+        default="keystone",
+        choices=[
+            ("keystone", "Validate tokens with keystonemiddleware."),
+            (
+                "noauth2",
+                "Trust X-Auth-Token as '<user>[:<project>]'; for tests and "
+                "development only.",
+            ),
+        ],
+        help="How incoming requests are authenticated.",
+    ),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)

@@ -1,0 +1,47 @@
+"""The ``[placement_database]`` group: the shared database.
+
+Besides our own ``connection`` and ``sync_on_startup``, the group carries
+oslo.db's engine options (pool sizes, recycle time, retries) under the same
+names upstream uses.
+"""
+
+from oslo_config import cfg
+from oslo_db import options as oslo_db_options
+
+GROUP = cfg.OptGroup(
+    "placement_database",
+    title="Placement database options",
+    help="The database every placement API worker shares.",
+)
+
+_SKIP = {"connection", "slave_connection", "db_inc_retry_interval",
+         "db_max_retry_interval", "db_max_retries", "db_retry_interval",
+         "use_db_reconnect", "backend", "sqlite_synchronous",
+         "asyncio_connection", "asyncio_slave_connection",
+         "synchronous_reader"}
+
+OPTS = [
+    cfg.StrOpt(
+        "connection",
+        secret=True,
+        help="SQLAlchemy URL of the placement database. When unset, the "
+        "development server uses a SQLite file in the working directory.",
+    ),
+    cfg.BoolOpt(
+        "sync_on_startup",
+        default=False,
+        help="Create or upgrade the database schema when the API starts.",
+    ),
+    cfg.BoolOpt(
+        "sqlite_synchronous",
+        default=True,
+        help="If False, SQLite does not wait for data to reach the disk.",
+    ),
+] + [
+    opt for opt in oslo_db_options.database_opts if opt.dest not in _SKIP
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)

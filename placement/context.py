@@ -1,0 +1,34 @@
+"""The request context: who is asking, for which request, with what config.
+
+Built once per request by ``middleware/context.py`` from the identity
+headers that keystonemiddleware (or noauth2) set, and reached by handlers as
+``req.ctx``.  Objects take it as their first argument for the database.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oslo_config import cfg
+from oslo_context import context as oslo_context
+
+from placement.db.api import Database
+
+
+class RequestContext(oslo_context.RequestContext):
+    def __init__(
+        self,
+        *args: Any,
+        config: cfg.ConfigOpts | None = None,
+        db: Database | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.config = config
+        self.db = db
+
+    def can(self, rule: str, target: dict[str, Any] | None = None) -> None:
+        """Raise ``PolicyNotAuthorized`` unless policy allows ``rule``."""
+        from placement import policy
+
+        policy.authorize(self, rule, target)

@@ -1,0 +1,154 @@
+"""Engine and transactions.
+
+The engine comes from oslo.db's enginefacade, so the ``[placement_database]``
+pool options, reconnect handling and error translation (``DBDuplicateEntry``,
+``DBDeadlock``, ``DBConnectionError``) behave as operators know them.  On top
+of it :class:`Database` offers two context managers:
+
+``reader()``
+    a connection in a transaction that is rolled back at the end;
+``writer()``
+    a connection in a transaction that is committed at the end.  On SQLite
+    the transaction starts with ``BEGIN IMMEDIATE``: writers queue on the
+    database lock (up to the busy timeout) from their first statement
+    instead of failing with "database is locked" when a read lock cannot be
+    upgraded.  On PostgreSQL and MySQL, writes that must not race lock the
+    provider rows they depend on with :func:`lock_providers`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import Iterator
+
+import sqlalchemy as sa
+from oslo_config import cfg
+from oslo_db.sqlalchemy import enginefacade
+
+LOG = logging.getLogger(__name__)
+
+_WRITE_OPTION = "placement_writer"
+# How long a SQLite writer waits for the database lock, in milliseconds.
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+
+def default_sqlite_url(directory: str | None = None) -> str:
+    """The embedded database: ``placement.sqlite`` in the working directory."""
+    path = os.path.abspath(os.path.join(directory or os.getcwd(), "placement.sqlite"))
+    return "sqlite:///" + path
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password hidden, fit for messages and logs."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL has nothing we can hide reliably
+        return "<unparsable database URL>"
+
+
+class Database:
+    """One engine (pool) for the process, configured from ``conf``."""
+
+    def __init__(self, conf: cfg.ConfigOpts, url: str | None = None) -> None:
+        group = conf.placement_database
+        self.url = url or group.connection or default_sqlite_url()
+        facade = enginefacade.transaction_context()
+        options = {
+            "connection": self.url,
+            "sqlite_synchronous": group.sqlite_synchronous,
+            "max_pool_size": group.max_pool_size,
+            "max_overflow": group.max_overflow,
+            "pool_timeout": group.pool_timeout,
+            "connection_recycle_time": group.connection_recycle_time,
+            "max_retries": group.max_retries,
+            "retry_interval": group.retry_interval,
+            "connection_debug": group.connection_debug,
+            "connection_trace": group.connection_trace,
+            "mysql_sql_mode": group.mysql_sql_mode,
+            "connection_parameters": group.connection_parameters,
+        }
+        facade.configure(**{k: v for k, v in options.items() if v is not None})
+        self._facade = facade
+        self._engine: sa.engine.Engine | None = None
+
+    @property
+    def engine(self) -> sa.engine.Engine:
+        if self._engine is None:
+            engine = self._facade.writer.get_engine()
+            if engine.dialect.name == "sqlite":
+                _tune_sqlite(engine)
+            self._engine = engine
+        return self._engine
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[sa.engine.Connection]:
+        with self.engine.connect() as conn:
+            with conn.begin() as trans:
+                yield conn
+                trans.rollback()
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[sa.engine.Connection]:
+        with self.engine.connect() as conn:
+            conn.execution_options(**{_WRITE_OPTION: True})
+            with conn.begin():
+                yield conn
+
+    def dispose(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+
+def _tune_sqlite(engine: sa.engine.Engine) -> None:
+    """Make SQLite safe for several worker processes sharing one file."""
+    memory = engine.url.database in (None, "", ":memory:")
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, record):  # type: ignore[no-untyped-def]
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA busy_timeout = %d" % SQLITE_BUSY_TIMEOUT_MS)
+        cursor.execute("PRAGMA foreign_keys = OFF")
+        if not memory:
+            # Readers do not block the writer nor each other.
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    # Runs before oslo.db's own BEGIN listener, which then sees the
+    # transaction already open and does nothing.
+    @sa.event.listens_for(engine, "begin", insert=True)
+    def _on_begin(conn):  # type: ignore[no-untyped-def]
+        if "in_transaction" in conn.info:
+            return
+        if conn.get_execution_options().get(_WRITE_OPTION):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            conn.info["in_transaction"] = True
+
+
+def lock_providers(conn: sa.engine.Connection, provider_ids: list[int]) -> None:
+    """Hold row locks on these providers until the transaction ends.
+
+    Every write that checks capacity or generations of providers takes this
+    lock first, in id order so that two writers cannot deadlock on it.  The
+    lock serialises writers of the same providers on PostgreSQL and MySQL
+    (on SQLite the whole database is already locked by BEGIN IMMEDIATE), and
+    it comes before any read of usage so that, under MySQL's REPEATABLE READ,
+    the transaction's snapshot is taken after the previous writer committed.
+    """
+    if not provider_ids or conn.dialect.name == "sqlite":
+        return
+    from placement.db import tables
+
+    rp = tables.resource_providers
+    conn.execute(
+        sa.select(rp.c.id)
+        .where(rp.c.id.in_(sorted(set(provider_ids))))
+        .order_by(rp.c.id)
+        .with_for_update()
+    ).all()

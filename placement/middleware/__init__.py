@@ -1,0 +1,1 @@
+"""WSGI middleware, one per module; ``placement.app`` assembles them."""

@@ -1,0 +1,41 @@
+"""Negotiates the microversion before anything else looks at the request.
+
+The version is stored in the environ for the handlers and the error
+formatter; every response, errors and 401s included, carries the
+``OpenStack-API-Version`` and ``Vary`` headers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import webob
+
+from placement import errors, microversion
+from placement.middleware.errors import VERSION_ENVIRON, error_response
+
+
+class MicroversionMiddleware:
+    def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
+        self.application = application
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        req = webob.Request(environ)
+        try:
+            version = microversion.negotiate(req.headers)
+        except errors.ApiError as exc:
+            return error_response(environ, exc)(environ, start_response)
+        environ[VERSION_ENVIRON] = version
+        extra = list(microversion.response_headers(version).items())
+
+        def _start_response(status: str, headers: list[tuple[str, str]],
+                            exc_info: Any = None) -> Any:
+            names = {name.lower() for name, _ in headers}
+            headers = list(headers) + [
+                (name, value) for name, value in extra if name.lower() not in names
+            ]
+            return start_response(status, headers, exc_info)
+
+        return self.application(environ, _start_response)

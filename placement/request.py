@@ -1,0 +1,92 @@
+"""The request object handlers receive.
+
+``PlacementRequest`` is a webob request that knows its negotiated
+microversion (``req.version``), its context (``req.ctx``) and how to check
+policy and parse bodies and query strings, raising :mod:`placement.errors`
+with the messages clients expect.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+import webob
+from oslo_policy import policy as oslo_policy
+
+from placement import errors
+from placement.schemas.common import Schema, Versioned
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
+
+_FORMAT_CHECKER = jsonschema.FormatChecker()
+_VALIDATORS: dict[int, jsonschema.protocols.Validator] = {}
+
+
+def _validator(schema: Schema) -> jsonschema.protocols.Validator:
+    # Validators are cached per schema object: building one parses the schema.
+    key = id(schema)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        validator = jsonschema.Draft4Validator(schema, format_checker=_FORMAT_CHECKER)
+        _VALIDATORS[key] = validator
+    return validator
+
+
+def validate(data: Any, schema: Schema, prefix: str) -> None:
+    """Raise 400 ``<prefix>: <first validation error>`` unless data fits."""
+    validator = _validator(schema)
+    error = next(iter(validator.iter_errors(data)), None)
+    if error is not None:
+        raise errors.BadRequest("%s: %s" % (prefix, error.message))
+
+
+class PlacementRequest(webob.Request):
+    version: tuple[int, int]
+    ctx: RequestContext
+
+    @property
+    def urlvars_dict(self) -> dict[str, str]:
+        return self.urlvars
+
+    def authorize(self, rule: str, target: dict[str, Any] | None = None) -> None:
+        """403 unless policy allows ``rule`` for this request's context."""
+        try:
+            self.ctx.can(rule, target)
+        except oslo_policy.PolicyNotAuthorized:
+            raise errors.Forbidden(
+                "Policy does not allow %s to be performed." % rule
+            ) from None
+
+    def json_body(self, schema: Schema | Versioned | None = None) -> Any:
+        """The body parsed as JSON and validated against ``schema``.
+
+        415 unless the content type is application/json; 400 for bad JSON or
+        a body the schema rejects.
+        """
+        content_type = self.content_type
+        if content_type != "application/json":
+            shown = content_type or "None"
+            raise errors.UnsupportedMediaType(
+                "The media type %s is not supported, use application/json" % shown
+            )
+        try:
+            data = json.loads(self.body)
+        except ValueError as exc:
+            raise errors.BadRequest("Malformed JSON: %s" % exc) from None
+        if isinstance(schema, Versioned):
+            schema = schema.at(self.version)
+        if schema is not None:
+            validate(data, schema, "JSON does not validate")
+        return data
+
+    def query(self, schema: Schema | Versioned | None = None) -> dict[str, str]:
+        """Query parameters (last value of each key) validated against ``schema``."""
+        params = {key: value for key, value in self.GET.items()}
+        if isinstance(schema, Versioned):
+            schema = schema.at(self.version)
+        if schema is not None:
+            validate(params, schema, "Invalid query string parameters")
+        return params

@@ -1,0 +1,149 @@
+"""The route table and the dispatcher that applies it.
+
+``ROUTES`` lists every (method, URL template, handler, minimum microversion,
+public).  Handlers are named ``"module:function"`` under
+``placement.handlers`` and imported once, when the router is built.
+
+Path parameters carry no regular expressions on purpose: a malformed uuid
+in a provider URL reaches the handler, which answers with its own 404
+("No resource provider with uuid ... found") as clients expect, instead of
+a generic routing 404.
+
+Version gating: a URL whose every route is newer than the request's
+microversion does not exist at that version (404); a known URL whose method
+is newer answers 405 with the methods it has at that version in ``Allow``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Callable
+from urllib.parse import quote
+
+import routes as routes_lib
+import webob
+
+from placement import errors
+
+Version = tuple[int, int]
+Handler = Callable[..., webob.Response]
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: str
+    min_version: Version = (1, 0)
+    public: bool = False
+
+
+_RP = "/resource_providers/{uuid}"
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/", "root:home", public=True),
+    # Resource providers.
+    Route("GET", "/resource_providers", "resource_provider:list_providers"),
+    Route("POST", "/resource_providers", "resource_provider:create_provider"),
+    Route("GET", _RP, "resource_provider:show_provider"),
+    Route("PUT", _RP, "resource_provider:update_provider"),
+    Route("DELETE", _RP, "resource_provider:delete_provider"),
+    # Inventories.
+    Route("GET", _RP + "/inventories", "inventory:list_inventories"),
+    Route("POST", _RP + "/inventories", "inventory:create_inventory"),
+    Route("PUT", _RP + "/inventories", "inventory:replace_inventories"),
+    Route("DELETE", _RP + "/inventories", "inventory:delete_inventories", (1, 5)),
+    Route("GET", _RP + "/inventories/{resource_class}", "inventory:show_inventory"),
+    Route("PUT", _RP + "/inventories/{resource_class}", "inventory:update_inventory"),
+    Route("DELETE", _RP + "/inventories/{resource_class}",
+          "inventory:delete_inventory"),
+    # Aggregates, traits, usages and allocations of one provider.
+    Route("GET", _RP + "/aggregates", "aggregate:list_aggregates", (1, 1)),
+    Route("PUT", _RP + "/aggregates", "aggregate:set_aggregates", (1, 1)),
+    Route("GET", _RP + "/traits", "trait:list_provider_traits", (1, 6)),
+    Route("PUT", _RP + "/traits", "trait:set_provider_traits", (1, 6)),
+    Route("DELETE", _RP + "/traits", "trait:delete_provider_traits", (1, 6)),
+    Route("GET", _RP + "/usages", "usage:list_provider_usages"),
+    Route("GET", _RP + "/allocations", "allocation:list_provider_allocations"),
+    # Resource classes.
+    Route("GET", "/resource_classes", "resource_class:list_resource_classes", (1, 2)),
+    Route("POST", "/resource_classes", "resource_class:create_resource_class", (1, 2)),
+    Route("GET", "/resource_classes/{name}",
+          "resource_class:show_resource_class", (1, 2)),
+    Route("PUT", "/resource_classes/{name}",
+          "resource_class:update_resource_class", (1, 2)),
+    Route("DELETE", "/resource_classes/{name}",
+          "resource_class:delete_resource_class", (1, 2)),
+    # Traits.
+    Route("GET", "/traits", "trait:list_traits", (1, 6)),
+    Route("GET", "/traits/{name}", "trait:show_trait", (1, 6)),
+    Route("PUT", "/traits/{name}", "trait:create_trait", (1, 6)),
+    Route("DELETE", "/traits/{name}", "trait:delete_trait", (1, 6)),
+    # Allocations, usages, candidates, reshaper.
+    Route("POST", "/allocations", "allocation:set_allocations", (1, 13)),
+    Route("GET", "/allocations/{consumer_uuid}", "allocation:list_allocations"),
+    Route("PUT", "/allocations/{consumer_uuid}",
+          "allocation:set_allocations_for_consumer"),
+    Route("DELETE", "/allocations/{consumer_uuid}", "allocation:delete_allocations"),
+    Route("GET", "/allocation_candidates",
+          "allocation_candidate:list_allocation_candidates", (1, 10)),
+    Route("GET", "/usages", "usage:get_total_usages", (1, 9)),
+    Route("POST", "/reshaper", "reshaper:reshape", (1, 30)),
+)
+
+
+def _resolve(name: str) -> Handler:
+    module_name, _sep, function = name.partition(":")
+    module = importlib.import_module("placement.handlers." + module_name)
+    handler: Handler = getattr(module, function)
+    return handler
+
+
+class Router:
+    """Matches a request to a handler, honouring microversion gates."""
+
+    def __init__(self, table: tuple[Route, ...] = ROUTES) -> None:
+        self._mapper = routes_lib.Mapper()
+        self._by_path: dict[str, list[tuple[Route, Handler]]] = {}
+        for route in table:
+            if route.path not in self._by_path:
+                self._by_path[route.path] = []
+                self._mapper.connect(None, route.path, template=route.path)
+            self._by_path[route.path].append((route, _resolve(route.handler)))
+        self._public = {r.path for r in table if r.public}
+
+    def _match(self, path: str) -> tuple[str, dict[str, str]] | None:
+        match = self._mapper.match(path)
+        if match is None:
+            return None
+        template = match.pop("template")
+        return template, match
+
+    def is_public(self, path: str) -> bool:
+        """Whether a path is served without authentication (the root)."""
+        found = self._match(path or "/")
+        return found is not None and found[0] in self._public
+
+    def dispatch(
+        self, method: str, path: str, version: Version
+    ) -> tuple[Handler, dict[str, str]]:
+        found = self._match(path or "/")
+        if found is None:
+            raise errors.NotFound("The resource could not be found.")
+        template, urlvars = found
+        available = [
+            (route, handler)
+            for route, handler in self._by_path[template]
+            if route.min_version <= version
+        ]
+        if not available:
+            raise errors.NotFound("The resource could not be found.")
+        for route, handler in available:
+            if route.method == method:
+                return handler, urlvars
+        raise errors.MethodNotAllowed(sorted(route.method for route, _ in available))
+
+
+def provider_url(uuid: str) -> str:
+    return "/resource_providers/%s" % quote(uuid)

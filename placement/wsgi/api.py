@@ -1,0 +1,27 @@
+"""``placement.wsgi.api:application``, the callable WSGI servers load.
+
+Configuration comes from ``/etc/placement/placement.conf`` (or the files
+named in ``OS_PLACEMENT_CONFIG_FILES``, comma separated) and from
+``OS_<GROUP>__<OPTION>`` environment variables.  Each worker process builds
+its own application and connection pool; workers share nothing but the
+database, so any number of them, on any number of hosts, may serve together.
+"""
+
+from __future__ import annotations
+
+import os
+
+from oslo_log import log as logging
+
+from placement import app, conf as placement_conf
+
+
+def init_application():  # type: ignore[no-untyped-def]
+    files = os.environ.get("OS_PLACEMENT_CONFIG_FILES")
+    conf = placement_conf.load(
+        default_config_files=files.split(",") if files else None)
+    logging.setup(conf, "placement")
+    return app.build_app(conf)
+
+
+application = init_application()

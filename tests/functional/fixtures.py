@@ -1,0 +1,152 @@
+"""Gabbi fixtures: a fresh database and application per YAML file.
+
+Every YAML file under ``gabbits/`` names its fixtures (``fixtures:
+[APIFixture]``).  ``module_for(backend)`` gives gabbi a module of fixture
+classes bound to one database backend, so the same YAML runs on SQLite,
+PostgreSQL and MySQL.
+
+Fixture classes:
+
+``APIFixture``
+    noauth2, default policy, a new migrated database.
+``LegacyPolicyFixture``
+    as APIFixture with ``[oslo_policy] enforce_new_defaults = False`` and
+    ``enforce_scope = False``: the deprecated rules still apply.
+``OpenPolicyFixture`` / ``ClosedPolicyFixture``
+    as APIFixture with an operator policy file that opens
+    ``placement:resource_providers:list`` to everyone / closes
+    ``placement:traits:list`` to everyone.
+``CORSFixture``
+    as APIFixture with ``[cors] allowed_origin = http://valid.example.com``.
+``RandomizedCandidatesFixture`` / ``CappedCandidatesFixture``
+    ``[placement] randomize_allocation_candidates = True`` /
+    ``max_allocation_candidates = 2``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import types
+from typing import Any, Callable, Iterable
+
+from gabbi import fixture
+from oslo_config import cfg
+
+from placement import app, conf as placement_conf
+from placement.db import migration
+from placement.db.api import Database
+from tests import backends
+
+WSGIApp = Callable[..., Iterable[bytes]]
+
+
+class _CurrentApp:
+    """The WSGI app gabbi talks to: whichever the running fixture built."""
+
+    app: WSGIApp | None = None
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        assert self.app is not None, "no gabbi fixture is running"
+        return self.app(environ, start_response)
+
+
+CURRENT = _CurrentApp()
+
+
+def intercept() -> WSGIApp:
+    return CURRENT
+
+
+def make_conf(url: str, **overrides: dict[str, Any]) -> cfg.ConfigOpts:
+    """A configuration for tests: noauth2 on ``url``, plus overrides.
+
+    ``overrides`` maps group names to ``{option: value}``.
+    """
+    conf = placement_conf.load(default_config_files=[])
+    conf.set_override("auth_strategy", "noauth2", group="api")
+    conf.set_override("connection", url, group="placement_database")
+    for group, options in overrides.items():
+        for name, value in options.items():
+            conf.set_override(name, value, group=group)
+    return conf
+
+
+class APIFixture(fixture.GabbiFixture):
+    BACKEND = "sqlite"
+
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        """Config groups and options this fixture sets."""
+        return {}
+
+    def start_fixture(self) -> None:
+        self._stack = contextlib.ExitStack()
+        backends.require(self.BACKEND)
+        url = self._stack.enter_context(backends.fresh_database(self.BACKEND))
+        workdir = self._stack.enter_context(tempfile.TemporaryDirectory())
+        self.conf = make_conf(url, **self.overrides(workdir))
+        self.db = Database(self.conf)
+        self._stack.callback(self.db.dispose)
+        migration.upgrade(self.db)
+        CURRENT.app = app.build_app(self.conf, self.db)
+        # Values gabbi YAML files can use as $ENVIRON['...'].
+        os.environ["BACKEND"] = self.BACKEND
+
+    def stop_fixture(self) -> None:
+        CURRENT.app = None
+        self._stack.close()
+
+
+class LegacyPolicyFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        return {"oslo_policy": {"enforce_new_defaults": False,
+                                "enforce_scope": False}}
+
+
+def _policy_file(workdir: str, text: str) -> str:
+    path = os.path.join(workdir, "policy.yaml")
+    with open(path, "w") as handle:
+        handle.write(text)
+    return path
+
+
+class OpenPolicyFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        path = _policy_file(workdir, '"placement:resource_providers:list": "@"\n')
+        return {"oslo_policy": {"policy_file": path}}
+
+
+class ClosedPolicyFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        path = _policy_file(workdir, '"placement:traits:list": "!"\n')
+        return {"oslo_policy": {"policy_file": path}}
+
+
+class CORSFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        return {"cors": {"allowed_origin": ["http://valid.example.com"]}}
+
+
+class RandomizedCandidatesFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        return {"placement": {"randomize_allocation_candidates": True}}
+
+
+class CappedCandidatesFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        return {"placement": {"max_allocation_candidates": 2}}
+
+
+_FIXTURES = (APIFixture, LegacyPolicyFixture, OpenPolicyFixture,
+             ClosedPolicyFixture, CORSFixture, RandomizedCandidatesFixture,
+             CappedCandidatesFixture)
+
+
+def module_for(backend: str) -> types.ModuleType:
+    """A fixture module whose classes create their databases on ``backend``."""
+    module = types.ModuleType("placement_fixtures_" + backend)
+    for base in _FIXTURES:
+        setattr(module, base.__name__,
+                type(base.__name__, (base,), {"BACKEND": backend}))
+    return module
