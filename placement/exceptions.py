@@ -35,35 +35,6 @@ class TraitNotFound(NotFound):
     message = "No such trait(s): %(names)s."
 
 
-class ResourceClassExists(Duplicate):
-    message = "Resource class %(name)s already exists."
-
-
-class ResourceClassInUse(Conflict):
-    message = ("Cannot delete resource class %(name)s. "
-               "Class is in use in inventory.")
-
-
-class ResourceClassCannotDeleteStandard(PlacementError):
-    message = "Cannot delete standard resource class %(name)s."
-
-
-class ResourceClassCannotUpdateStandard(PlacementError):
-    message = "Cannot update standard resource class %(name)s."
-
-
-class TraitExists(Duplicate):
-    message = "The Trait %(name)s already exists"
-
-
-class TraitInUse(Conflict):
-    message = "The trait %(name)s is in use by a resource provider."
-
-
-class TraitCannotDeleteStandard(PlacementError):
-    message = "Cannot delete standard trait %(name)s."
-
-
 class InventoryNotFound(NotFound):
     message = "No inventory of class %(resource_class)s for %(provider)s"
 
@@ -94,3 +65,32 @@ class Invalid(PlacementError):
     """Input the schema accepted but the data model refuses (400)."""
 
     message = "Invalid input."
+
+
+class ResourceClassExists(Duplicate):
+    message = "Resource class %(name)s already exists."
+
+
+class ResourceClassInUse(Conflict):
+    message = ("Cannot delete resource class %(name)s. "
+               "Class is in use in inventory.")
+
+
+class ResourceClassCannotDeleteStandard(Invalid):
+    message = "Cannot delete standard resource class %(name)s."
+
+
+class ResourceClassCannotUpdateStandard(Invalid):
+    message = "Cannot update standard resource class %(name)s."
+
+
+class TraitExists(Duplicate):
+    message = "The Trait %(name)s already exists"
+
+
+class TraitInUse(Conflict):
+    message = "The trait %(name)s is in use by a resource provider."
+
+
+class TraitCannotDeleteStandard(Invalid):
+    message = "Cannot delete standard trait %(name)s."
