@@ -94,3 +94,85 @@ class TraitInUse(Conflict):
 
 class TraitCannotDeleteStandard(Invalid):
     message = "Cannot delete standard trait %(name)s."
+
+
+# Resource providers and inventories.  The messages are the texts clients of
+# Placement already match on; handlers wrap them in their own sentences.
+
+
+class ProviderConcurrentUpdate(ConcurrentUpdate):
+    message = ("Another thread concurrently updated the resource provider "
+               "data. Please retry your update")
+
+
+class ProviderExists(Duplicate):
+    """Name or uuid taken; ``fields`` maps each clashing column to its value."""
+
+    message = "Conflicting resource provider %(fields)s already exists."
+
+
+class ProviderInUse(InUse):
+    message = "Resource provider has allocations."
+
+
+class ProviderHasChildren(Conflict):
+    message = ("Cannot delete resource provider that is a parent of "
+               "another. Delete child providers first.")
+
+
+class ProviderTreeInvalid(Invalid):
+    """A parent that does not exist or would break the tree."""
+
+    message = "Object action %(action)s failed because: %(reason)s"
+
+
+class InventoryInUse(InUse):
+    message = ("Inventory for '%(resource_classes)s' on "
+               "resource provider '%(resource_provider)s' in use.")
+
+
+class InventoryExists(Duplicate):
+    message = ("Inventory for '%(resource_class)s' on resource provider "
+               "'%(resource_provider)s' already exists.")
+
+
+# Allocations and consumers.  The messages are those clients match on; the
+# handlers put them after their own prefixes ("Unable to allocate
+# inventory: ...").
+
+
+class InventoryInvalid(Conflict):
+    """Allocations against inventory that is missing or refuses them."""
+
+    message = ("Inventory for '%(resource_class)s' on "
+               "resource provider '%(resource_provider)s' invalid.")
+
+
+class AllocationCapacityExceeded(InventoryInvalid):
+    message = ("Unable to create allocation for '%(resource_class)s' on "
+               "resource provider '%(resource_provider)s'. The requested "
+               "amount would exceed the capacity.")
+
+
+class AllocationConstraintsViolated(InventoryInvalid):
+    message = ("Unable to create allocation for '%(resource_class)s' on "
+               "resource provider '%(resource_provider)s'. The requested "
+               "amount would violate inventory constraints.")
+
+
+class ConsumerGenerationConflict(ConcurrentUpdate):
+    """The generation a client sent is not the consumer's (null: no consumer)."""
+
+    message = ("consumer generation conflict - expected %(expected)s "
+               "but got %(got)s")
+
+
+class AllocationsConflict(ConcurrentUpdate):
+    """Writers kept colliding after every allowed retry."""
+
+    message = ("Another thread concurrently updated the resource provider "
+               "data. Please retry your update")
+
+
+class ConsumerAllocationsNotFound(NotFound):
+    message = "No allocations for consumer '%(uuid)s'"

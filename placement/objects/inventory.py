@@ -1,0 +1,339 @@
+"""Inventories: how much of each resource class a provider has.
+
+What lives here: reading a provider's inventories, writing them (one class
+or all at once), and the capacity figures allocation writers check.  Every
+write locks the provider row first (see ``db.api.lock_providers``) and
+increments the provider's generation with a compare-and-swap in the same
+transaction, so it is serialised with concurrent allocation writers and
+with other inventory writers.
+
+The ``*_in`` functions take a caller's open transaction: the reshaper
+replaces the inventories of several providers and moves allocations in one
+transaction with them.  The functions taking ``ctx`` wrap one of them in a
+transaction of their own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+from typing import Any, Iterable, Mapping
+
+import sqlalchemy as sa
+
+from placement import exceptions
+from placement.db import api as db_api
+from placement.db import tables
+from placement.objects import resource_class as rc_obj
+from placement.objects import resource_provider as rp_obj
+
+LOG = logging.getLogger(__name__)
+
+_INV = tables.inventories
+_ALLOC = tables.allocations
+# Integers as the database stores them (signed 32 bit).
+MAX_INT = 2147483647
+
+
+@dataclasses.dataclass(frozen=True)
+class InventoryFields:
+    """One inventory as a client writes it; the defaults are the API's."""
+
+    total: int
+    reserved: int = 0
+    min_unit: int = 1
+    max_unit: int = MAX_INT
+    step_size: int = 1
+    allocation_ratio: float = 1.0
+
+    @property
+    def capacity(self) -> int:
+        """What may be allocated in all: ``(total - reserved) * ratio``."""
+        return int((self.total - self.reserved) * self.allocation_ratio)
+
+
+@dataclasses.dataclass(frozen=True)
+class Inventory(InventoryFields):
+    """A stored inventory of one class on one provider."""
+
+    resource_class: str = ""
+    created_at: datetime.datetime | None = None
+    updated_at: datetime.datetime | None = None
+
+    def fields(self) -> InventoryFields:
+        return InventoryFields(
+            total=self.total, reserved=self.reserved, min_unit=self.min_unit,
+            max_unit=self.max_unit, step_size=self.step_size,
+            allocation_ratio=self.allocation_ratio)
+
+
+@dataclasses.dataclass(frozen=True)
+class Capacity:
+    """Inventory and current usage of one class on one provider."""
+
+    provider_id: int
+    resource_class_id: int
+    total: int
+    reserved: int
+    min_unit: int
+    max_unit: int
+    step_size: int
+    allocation_ratio: float
+    used: int
+
+    @property
+    def capacity(self) -> int:
+        return int((self.total - self.reserved) * self.allocation_ratio)
+
+    @property
+    def free(self) -> int:
+        return self.capacity - self.used
+
+
+_FIELD_NAMES = ("total", "reserved", "min_unit", "max_unit", "step_size",
+                "allocation_ratio")
+
+
+def _values(fields: InventoryFields) -> dict[str, Any]:
+    return {name: getattr(fields, name) for name in _FIELD_NAMES}
+
+
+# Reading.
+
+
+def get_all(ctx: Any, provider: rp_obj.ResourceProvider) -> dict[str, Inventory]:
+    """``{class name: Inventory}`` of a provider."""
+    with ctx.db.reader() as conn:
+        return get_all_in(conn, provider.id)
+
+
+def get_all_in(conn: sa.engine.Connection, provider_id: int
+               ) -> dict[str, Inventory]:
+    rows = conn.execute(
+        sa.select(_INV).where(_INV.c.resource_provider_id == provider_id)
+        .order_by(_INV.c.resource_class_id)).all()
+    names = rc_obj.names_by_id(conn, [row.resource_class_id for row in rows])
+    return {
+        names[row.resource_class_id]: Inventory(
+            resource_class=names[row.resource_class_id],
+            created_at=row.created_at, updated_at=row.updated_at,
+            **{name: getattr(row, name) for name in _FIELD_NAMES})
+        for row in rows
+    }
+
+
+def capacities_in(conn: sa.engine.Connection, provider_ids: Iterable[int],
+                  class_ids: Iterable[int] | None = None
+                  ) -> dict[tuple[int, int], Capacity]:
+    """``{(provider id, class id): Capacity}`` with usage summed now.
+
+    Allocation writers call this after ``lock_providers`` on the same
+    providers, so the figures cannot change before they commit.
+    """
+    providers = sorted(set(provider_ids))
+    if not providers:
+        return {}
+    usage = (
+        sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
+                  sa.func.sum(_ALLOC.c.used).label("used"))
+        .where(_ALLOC.c.resource_provider_id.in_(providers))
+        .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)
+        .subquery("usage")
+    )
+    query = (
+        sa.select(_INV, sa.func.coalesce(usage.c.used, 0).label("used"))
+        .select_from(_INV.outerjoin(usage, sa.and_(
+            usage.c.resource_provider_id == _INV.c.resource_provider_id,
+            usage.c.resource_class_id == _INV.c.resource_class_id)))
+        .where(_INV.c.resource_provider_id.in_(providers))
+    )
+    if class_ids is not None:
+        query = query.where(_INV.c.resource_class_id.in_(sorted(set(class_ids))))
+    return {
+        (row.resource_provider_id, row.resource_class_id): Capacity(
+            provider_id=row.resource_provider_id,
+            resource_class_id=row.resource_class_id,
+            used=int(row.used),
+            **{name: getattr(row, name) for name in _FIELD_NAMES})
+        for row in conn.execute(query).all()
+    }
+
+
+# Writing inside a caller's transaction.
+
+
+def _classes_in_use(conn: sa.engine.Connection, provider_id: int,
+                    class_ids: Iterable[int]) -> list[int]:
+    rows = conn.execute(
+        sa.select(_ALLOC.c.resource_class_id).distinct()
+        .where(_ALLOC.c.resource_provider_id == provider_id,
+               _ALLOC.c.resource_class_id.in_(sorted(set(class_ids))))
+        .order_by(_ALLOC.c.resource_class_id)).all()
+    return [row[0] for row in rows]
+
+
+def _refuse_if_in_use(conn: sa.engine.Connection,
+                      provider: rp_obj.ResourceProvider,
+                      class_ids: Iterable[int]) -> None:
+    in_use = _classes_in_use(conn, provider.id, class_ids)
+    if in_use:
+        names = rc_obj.names_by_id(conn, in_use)
+        raise exceptions.InventoryInUse(
+            resource_classes=", ".join(names[id_] for id_ in in_use),
+            resource_provider=provider.uuid)
+
+
+def _warn_over_capacity(conn: sa.engine.Connection,
+                        provider: rp_obj.ResourceProvider,
+                        class_ids: Iterable[int]) -> None:
+    # Shrinking an inventory below what is allocated is allowed (the
+    # operator may be draining the provider); it is only worth a warning.
+    for capacity in capacities_in(conn, [provider.id], class_ids).values():
+        if capacity.used > capacity.capacity:
+            LOG.warning("Resource provider %s is now over-capacity for "
+                        "resource class id %s", provider.uuid,
+                        capacity.resource_class_id)
+
+
+def _lock_and_bump(conn: sa.engine.Connection,
+                   provider: rp_obj.ResourceProvider,
+                   expected_generation: int | None) -> int:
+    db_api.lock_providers(conn, [provider.id])
+    return rp_obj.bump_generation(conn, provider, expected_generation)
+
+
+def replace_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
+               inventories: Mapping[str, InventoryFields], *,
+               expected_generation: int | None = None,
+               check_in_use: bool = True) -> int:
+    """Make ``inventories`` the provider's whole inventory.
+
+    Classes not named are removed; with ``check_in_use`` a removed class
+    that has allocations raises InventoryInUse (the reshaper turns the
+    check off because it moves those allocations in the same transaction).
+    Raises ProviderConcurrentUpdate when the generation is not
+    ``expected_generation`` (default: the one ``provider`` was read with)
+    and ResourceClassNotFound.  Returns the new generation.
+    """
+    generation = _lock_and_bump(conn, provider, expected_generation)
+    class_ids = {name: rc_obj.ids_by_name(conn, [name])[name]
+                 for name in inventories}
+    existing = {row[0] for row in conn.execute(
+        sa.select(_INV.c.resource_class_id)
+        .where(_INV.c.resource_provider_id == provider.id)).all()}
+    wanted = set(class_ids.values())
+    removed = existing - wanted
+    if removed:
+        if check_in_use:
+            _refuse_if_in_use(conn, provider, removed)
+        conn.execute(_INV.delete().where(
+            _INV.c.resource_provider_id == provider.id,
+            _INV.c.resource_class_id.in_(sorted(removed))))
+    now = rp_obj.utcnow()
+    for name, fields in inventories.items():
+        class_id = class_ids[name]
+        if class_id in existing:
+            conn.execute(_INV.update().where(
+                _INV.c.resource_provider_id == provider.id,
+                _INV.c.resource_class_id == class_id,
+            ).values(updated_at=now, **_values(fields)))
+        else:
+            conn.execute(_INV.insert().values(
+                resource_provider_id=provider.id, resource_class_id=class_id,
+                created_at=now, **_values(fields)))
+    _warn_over_capacity(conn, provider, wanted & existing)
+    return generation
+
+
+def add_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
+           resource_class: str, fields: InventoryFields, *,
+           expected_generation: int | None = None) -> int:
+    """Add the inventory of a class the provider has none of yet.
+
+    Raises InventoryExists, ResourceClassNotFound, ProviderConcurrentUpdate.
+    """
+    generation = _lock_and_bump(conn, provider, expected_generation)
+    class_id = rc_obj.ids_by_name(conn, [resource_class])[resource_class]
+    if conn.execute(sa.select(_INV.c.id).where(
+            _INV.c.resource_provider_id == provider.id,
+            _INV.c.resource_class_id == class_id)).first():
+        raise exceptions.InventoryExists(resource_class=resource_class,
+                                         resource_provider=provider.uuid)
+    conn.execute(_INV.insert().values(
+        resource_provider_id=provider.id, resource_class_id=class_id,
+        created_at=rp_obj.utcnow(), **_values(fields)))
+    return generation
+
+
+def update_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
+              resource_class: str, fields: InventoryFields, *,
+              expected_generation: int | None = None) -> int:
+    """Change the inventory of a class the provider already has.
+
+    Raises InventoryNotFound, ResourceClassNotFound, ProviderConcurrentUpdate.
+    """
+    generation = _lock_and_bump(conn, provider, expected_generation)
+    class_id = rc_obj.ids_by_name(conn, [resource_class])[resource_class]
+    result = conn.execute(_INV.update().where(
+        _INV.c.resource_provider_id == provider.id,
+        _INV.c.resource_class_id == class_id,
+    ).values(updated_at=rp_obj.utcnow(), **_values(fields)))
+    if result.rowcount != 1:
+        raise exceptions.InventoryNotFound(
+            "No inventory of class %s found." % resource_class,
+            resource_class=resource_class, provider=provider.uuid)
+    _warn_over_capacity(conn, provider, [class_id])
+    return generation
+
+
+def delete_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
+              resource_class: str, *,
+              expected_generation: int | None = None) -> int:
+    """Remove the inventory of one class.
+
+    Raises InventoryNotFound, ResourceClassNotFound, InventoryInUse,
+    ProviderConcurrentUpdate.
+    """
+    generation = _lock_and_bump(conn, provider, expected_generation)
+    class_id = rc_obj.ids_by_name(conn, [resource_class])[resource_class]
+    _refuse_if_in_use(conn, provider, [class_id])
+    result = conn.execute(_INV.delete().where(
+        _INV.c.resource_provider_id == provider.id,
+        _INV.c.resource_class_id == class_id))
+    if result.rowcount != 1:
+        raise exceptions.InventoryNotFound(
+            "No inventory of class %s found for delete" % resource_class,
+            resource_class=resource_class, provider=provider.uuid)
+    return generation
+
+
+# The same, each in a transaction of its own.
+
+
+def replace(ctx: Any, provider: rp_obj.ResourceProvider,
+            inventories: Mapping[str, InventoryFields],
+            expected_generation: int | None = None) -> int:
+    with ctx.db.writer() as conn:
+        return replace_in(conn, provider, inventories,
+                          expected_generation=expected_generation)
+
+
+def add(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str,
+        fields: InventoryFields) -> int:
+    with ctx.db.writer() as conn:
+        return add_in(conn, provider, resource_class, fields)
+
+
+def update(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str,
+           fields: InventoryFields, expected_generation: int | None = None
+           ) -> int:
+    with ctx.db.writer() as conn:
+        return update_in(conn, provider, resource_class, fields,
+                         expected_generation=expected_generation)
+
+
+def delete(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str
+           ) -> int:
+    with ctx.db.writer() as conn:
+        return delete_in(conn, provider, resource_class)

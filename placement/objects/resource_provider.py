@@ -1,0 +1,403 @@
+"""Resource providers: the rows of ``resource_providers`` and their trees.
+
+What lives here: reading providers (one, or a filtered list), creating,
+renaming, re-parenting and deleting them, and the compare-and-swap
+increment of a provider's generation that every writer touching a provider
+(inventories, traits, aggregates, allocations) performs in its own
+transaction.
+
+Functions taking ``ctx`` open their own transaction; functions ending in
+``_in`` take the ``conn`` of a transaction their caller already holds, so
+that several changes commit or fail together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import uuid as uuidlib
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+from oslo_db import exception as db_exc
+
+from placement import exceptions
+from placement.db import api as db_api
+from placement.db import tables
+from placement.objects import resource_class as rc_obj
+from placement.objects import trait as trait_obj
+
+_RP = tables.resource_providers
+_INV = tables.inventories
+_ALLOC = tables.allocations
+_RP_TRAITS = tables.resource_provider_traits
+_RP_AGGS = tables.resource_provider_aggregates
+_AGGS = tables.placement_aggregates
+
+
+class _Unset:
+    """Marks an argument the caller did not give (None means "no parent")."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceProvider:
+    id: int
+    uuid: str
+    name: str
+    generation: int
+    parent_uuid: str | None
+    root_uuid: str
+    parent_id: int | None
+    root_id: int
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ProviderFilters:
+    """What ``GET /resource_providers`` may filter on, already parsed.
+
+    ``member_of`` and ``required_traits`` are lists of any-of sets that must
+    all be satisfied; ``resources`` maps class names to amounts.
+    """
+
+    name: str | None = None
+    uuid: str | None = None
+    in_tree: str | None = None
+    member_of: list[set[str]] = dataclasses.field(default_factory=list)
+    forbidden_aggs: set[str] = dataclasses.field(default_factory=set)
+    required_traits: list[set[str]] = dataclasses.field(default_factory=list)
+    forbidden_traits: set[str] = dataclasses.field(default_factory=set)
+    resources: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+def utcnow() -> datetime.datetime:
+    """Now, as the naive UTC datetime the timestamp columns hold."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _select() -> sa.Select[Any]:
+    parent = _RP.alias("parent")
+    root = _RP.alias("root")
+    return sa.select(
+        _RP.c.id, _RP.c.uuid, _RP.c.name, _RP.c.generation,
+        _RP.c.parent_provider_id, _RP.c.root_provider_id,
+        parent.c.uuid.label("parent_uuid"), root.c.uuid.label("root_uuid"),
+        _RP.c.created_at, _RP.c.updated_at,
+    ).select_from(
+        _RP.outerjoin(parent, parent.c.id == _RP.c.parent_provider_id)
+        .outerjoin(root, root.c.id == _RP.c.root_provider_id)
+    )
+
+
+def _from_row(row: sa.Row[Any]) -> ResourceProvider:
+    return ResourceProvider(
+        id=row.id, uuid=row.uuid, name=row.name, generation=row.generation,
+        parent_uuid=row.parent_uuid,
+        # A provider is its own root; tolerate rows written without one.
+        root_uuid=row.root_uuid or row.uuid,
+        parent_id=row.parent_provider_id,
+        root_id=row.root_provider_id or row.id,
+        created_at=row.created_at, updated_at=row.updated_at,
+    )
+
+
+def get_by_uuid(ctx: Any, uuid: str) -> ResourceProvider:
+    """The provider with this uuid; ProviderNotFound when there is none."""
+    with ctx.db.reader() as conn:
+        return get_by_uuid_in(conn, uuid)
+
+
+def get_by_uuid_in(conn: sa.engine.Connection, uuid: str) -> ResourceProvider:
+    row = conn.execute(_select().where(_RP.c.uuid == uuid)).one_or_none()
+    if row is None:
+        raise exceptions.ProviderNotFound(uuid=uuid)
+    return _from_row(row)
+
+
+def get_by_uuids_in(conn: sa.engine.Connection, uuids: Iterable[str]
+                    ) -> dict[str, ResourceProvider]:
+    """``{uuid: provider}`` for those of ``uuids`` that exist."""
+    wanted = sorted(set(uuids))
+    if not wanted:
+        return {}
+    rows = conn.execute(_select().where(_RP.c.uuid.in_(wanted))).all()
+    return {row.uuid: _from_row(row) for row in rows}
+
+
+def bump_generation(conn: sa.engine.Connection, provider: ResourceProvider,
+                    expected_generation: int | None = None) -> int:
+    """Increment the provider's generation if it is still the expected one.
+
+    The comparison and the increment are one UPDATE, so of two writers that
+    read the same generation exactly one succeeds; the other gets
+    ProviderConcurrentUpdate and its transaction must be rolled back.
+    ``expected_generation`` defaults to the generation ``provider`` was read
+    with.  Returns the new generation.
+    """
+    expected = provider.generation if expected_generation is None \
+        else expected_generation
+    result = conn.execute(
+        _RP.update()
+        .where(_RP.c.id == provider.id, _RP.c.generation == expected)
+        .values(generation=expected + 1, updated_at=utcnow())
+    )
+    if result.rowcount != 1:
+        raise exceptions.ProviderConcurrentUpdate()
+    return expected + 1
+
+
+def create(ctx: Any, name: str, uuid: str | None = None,
+           parent_uuid: str | None = None) -> ResourceProvider:
+    """A new provider, root of its own tree unless ``parent_uuid`` is given.
+
+    Raises ProviderExists (name or uuid taken) and ProviderTreeInvalid
+    (parent missing, or the provider named as its own parent).
+    """
+    uuid = str(uuidlib.UUID(uuid)) if uuid else str(uuidlib.uuid4())
+    if not name:
+        raise exceptions.ProviderTreeInvalid(action="create",
+                                             reason="name is required")
+    if parent_uuid is not None and parent_uuid == uuid:
+        raise exceptions.ProviderTreeInvalid(
+            action="create",
+            reason="parent provider UUID cannot be same as UUID. Please set "
+                   "parent provider UUID to None if there is no parent.")
+    with ctx.db.writer() as conn:
+        parent = _parent_in(conn, parent_uuid, action="create")
+        values = {"uuid": uuid, "name": name, "generation": 0,
+                  "created_at": utcnow()}
+        if parent is not None:
+            values.update(parent_provider_id=parent.id,
+                          root_provider_id=parent.root_id)
+        try:
+            new_id = conn.execute(_RP.insert().values(**values)
+                                  ).inserted_primary_key[0]
+        except db_exc.DBDuplicateEntry as exc:
+            raise _exists(exc, {"uuid": uuid, "name": name}) from None
+        if parent is None:
+            conn.execute(_RP.update().where(_RP.c.id == new_id)
+                         .values(root_provider_id=new_id))
+        return get_by_uuid_in(conn, uuid)
+
+
+def _exists(exc: db_exc.DBDuplicateEntry, values: dict[str, str]
+            ) -> exceptions.ProviderExists:
+    columns = [c for c in (exc.columns or []) if c in values] or ["name"]
+    fields = ", ".join("%s: %s" % (c, values[c]) for c in columns)
+    return exceptions.ProviderExists(fields=fields, columns=columns)
+
+
+def _parent_in(conn: sa.engine.Connection, parent_uuid: str | None,
+               action: str) -> ResourceProvider | None:
+    if parent_uuid is None:
+        return None
+    try:
+        return get_by_uuid_in(conn, parent_uuid)
+    except exceptions.ProviderNotFound:
+        raise exceptions.ProviderTreeInvalid(
+            action=action, reason="parent provider UUID does not exist."
+        ) from None
+
+
+def _subtree_ids(conn: sa.engine.Connection, provider: ResourceProvider
+                 ) -> set[int]:
+    """Ids of the provider and all its descendants."""
+    rows = conn.execute(
+        sa.select(_RP.c.id, _RP.c.parent_provider_id)
+        .where(_RP.c.root_provider_id == provider.root_id)).all()
+    children: dict[int, list[int]] = {}
+    for id_, parent_id in rows:
+        children.setdefault(parent_id, []).append(id_)
+    found, pending = set(), [provider.id]
+    while pending:
+        current = pending.pop()
+        found.add(current)
+        pending.extend(children.get(current, []))
+    return found
+
+
+def update(ctx: Any, uuid: str, name: str, parent_uuid: Any = UNSET,
+           allow_reparenting: bool = False) -> ResourceProvider:
+    """Rename a provider and optionally give it a (new) parent.
+
+    Without ``allow_reparenting`` (before microversion 1.37) a provider that
+    has a parent keeps it; with it, the parent may change or be removed
+    (None).  A parent inside the provider's own subtree is refused.  When
+    the root changes, every descendant moves to the new root with it.  The
+    generation is not changed: it versions inventories, traits, aggregates
+    and allocations, not the name or the tree.
+    """
+    with ctx.db.writer() as conn:
+        provider = get_by_uuid_in(conn, uuid)
+        values: dict[str, Any] = {"name": name, "updated_at": utcnow()}
+        subtree: set[int] = set()
+        if parent_uuid is not UNSET:
+            values.update(_reparent_in(conn, provider, parent_uuid,
+                                       allow_reparenting))
+            if "root_provider_id" in values:
+                subtree = _subtree_ids(conn, provider)
+        try:
+            conn.execute(_RP.update().where(_RP.c.id == provider.id)
+                         .values(**values))
+        except db_exc.DBDuplicateEntry as exc:
+            raise _exists(exc, {"name": name}) from None
+        if subtree - {provider.id}:
+            conn.execute(
+                _RP.update().where(_RP.c.id.in_(sorted(subtree - {provider.id})))
+                .values(root_provider_id=values["root_provider_id"]))
+        return get_by_uuid_in(conn, uuid)
+
+
+def _reparent_in(conn: sa.engine.Connection, provider: ResourceProvider,
+                 parent_uuid: str | None, allow_reparenting: bool
+                 ) -> dict[str, Any]:
+    """The column changes that set the parent, after checking they may."""
+    if parent_uuid is None:
+        if provider.parent_id is None:
+            return {}
+        if not allow_reparenting:
+            raise exceptions.ProviderTreeInvalid(
+                action="update",
+                reason="un-parenting a provider is not currently allowed.")
+        return {"parent_provider_id": None, "root_provider_id": provider.id}
+    # Upstream names the "create" action here too; clients see that text.
+    parent = _parent_in(conn, parent_uuid, action="create")
+    assert parent is not None
+    if (provider.parent_id is not None and provider.parent_id != parent.id
+            and not allow_reparenting):
+        raise exceptions.ProviderTreeInvalid(
+            action="update",
+            reason="re-parenting a provider is not currently allowed.")
+    if parent.id in _subtree_ids(conn, provider):
+        raise exceptions.ProviderTreeInvalid(
+            action="update",
+            reason="creating loop in the provider tree is not allowed.")
+    return {"parent_provider_id": parent.id, "root_provider_id": parent.root_id}
+
+
+def delete(ctx: Any, uuid: str) -> None:
+    """Delete a provider with its inventories, traits and aggregates.
+
+    Raises ProviderNotFound, ProviderHasChildren, ProviderInUse.
+    """
+    with ctx.db.writer() as conn:
+        provider = get_by_uuid_in(conn, uuid)
+        # Allocation writers lock the providers they allocate from; taking
+        # the same lock keeps an allocation from landing during the delete.
+        db_api.lock_providers(conn, [provider.id])
+        if conn.execute(sa.select(_RP.c.id).where(
+                _RP.c.parent_provider_id == provider.id).limit(1)).first():
+            raise exceptions.ProviderHasChildren()
+        if conn.execute(sa.select(_ALLOC.c.id).where(
+                _ALLOC.c.resource_provider_id == provider.id).limit(1)).first():
+            raise exceptions.ProviderInUse()
+        for table in (_INV, _RP_TRAITS, _RP_AGGS):
+            conn.execute(table.delete().where(
+                table.c.resource_provider_id == provider.id))
+        conn.execute(_RP.delete().where(_RP.c.id == provider.id))
+
+
+# Listing with filters.
+
+
+def _usage(class_id: int) -> sa.Subquery:
+    return (
+        sa.select(_ALLOC.c.resource_provider_id,
+                  sa.func.sum(_ALLOC.c.used).label("used"))
+        .where(_ALLOC.c.resource_class_id == class_id)
+        .group_by(_ALLOC.c.resource_provider_id)
+        .subquery("usage")
+    )
+
+
+def providers_with_capacity(class_id: int, amount: int) -> sa.Select[Any]:
+    """Ids of providers that could take ``amount`` more of a class now.
+
+    Free capacity is ``(total - reserved) * allocation_ratio - used``; the
+    amount must also lie within ``min_unit``..``max_unit`` and be a
+    multiple of ``step_size``.
+    """
+    usage = _usage(class_id)
+    return (
+        sa.select(_INV.c.resource_provider_id)
+        .select_from(_INV.outerjoin(
+            usage, usage.c.resource_provider_id == _INV.c.resource_provider_id))
+        .where(
+            _INV.c.resource_class_id == class_id,
+            sa.func.coalesce(usage.c.used, 0) + amount
+            <= (_INV.c.total - _INV.c.reserved) * _INV.c.allocation_ratio,
+            _INV.c.min_unit <= amount,
+            _INV.c.max_unit >= amount,
+            sa.literal(amount) % _INV.c.step_size == 0,
+        )
+    )
+
+
+def _with_any_trait(trait_ids: Iterable[int]) -> sa.Select[Any]:
+    return sa.select(_RP_TRAITS.c.resource_provider_id).where(
+        _RP_TRAITS.c.trait_id.in_(sorted(set(trait_ids))))
+
+
+def _in_any_aggregate(agg_uuids: Iterable[str]) -> sa.Select[Any]:
+    return (
+        sa.select(_RP_AGGS.c.resource_provider_id)
+        .select_from(_RP_AGGS.join(_AGGS, _AGGS.c.id == _RP_AGGS.c.aggregate_id))
+        .where(_AGGS.c.uuid.in_(sorted(set(agg_uuids))))
+    )
+
+
+def _any(conn: sa.engine.Connection, query: sa.Select[Any]) -> bool:
+    return conn.execute(query.limit(1)).first() is not None
+
+
+def list_providers(ctx: Any, filters: ProviderFilters | None = None
+                   ) -> list[ResourceProvider]:
+    """Providers matching every given filter, in creation order.
+
+    Raises TraitNotFound and ResourceClassNotFound for unknown names.  As
+    Placement does, a filter that already matches nothing ends the search
+    before later filters' names are checked (an ``in_tree`` of an unknown
+    provider, or traits or aggregates no provider has, give an empty list).
+    """
+    filters = filters or ProviderFilters()
+    query = _select().order_by(_RP.c.id)
+    with ctx.db.reader() as conn:
+        if filters.name:
+            query = query.where(_RP.c.name == filters.name)
+        if filters.uuid:
+            query = query.where(_RP.c.uuid == filters.uuid)
+        if filters.in_tree:
+            tree = get_by_uuids_in(conn, [filters.in_tree]).get(filters.in_tree)
+            if tree is None:
+                return []
+            query = query.where(_RP.c.root_provider_id == tree.root_id)
+        for names in filters.required_traits:
+            subquery = _with_any_trait(trait_obj.ids_by_name(conn, names).values())
+            if not _any(conn, subquery):
+                return []
+            query = query.where(_RP.c.id.in_(subquery))
+        if filters.forbidden_traits:
+            ids = trait_obj.ids_by_name(conn, filters.forbidden_traits).values()
+            query = query.where(_RP.c.id.not_in(_with_any_trait(ids)))
+        for agg_uuids in filters.member_of:
+            subquery = _in_any_aggregate(agg_uuids)
+            if not _any(conn, subquery):
+                return []
+            query = query.where(_RP.c.id.in_(subquery))
+        if filters.forbidden_aggs:
+            query = query.where(
+                _RP.c.id.not_in(_in_any_aggregate(filters.forbidden_aggs)))
+        for name, amount in filters.resources.items():
+            # One name at a time, so the first unknown one in the request's
+            # order is the one reported.
+            class_id = rc_obj.ids_by_name(conn, [name])[name]
+            query = query.where(_RP.c.id.in_(
+                providers_with_capacity(class_id, amount)))
+        return [_from_row(row) for row in conn.execute(query).all()]

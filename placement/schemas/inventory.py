@@ -1,0 +1,51 @@
+"""Request schemas for inventories.
+
+Only ranges are checked here; that reserved leaves a positive capacity is
+checked by the handler, whose message depends on the microversion.
+"""
+
+from __future__ import annotations
+
+from placement.schemas.common import (
+    GENERATION, MAX_INT, RESOURCE_CLASS, Schema, obj)
+
+# The largest single precision float: allocation_ratio is stored as FLOAT.
+FLOAT_MAX = 3.40282e+38
+
+
+def _count(minimum: int) -> Schema:
+    return {"type": "integer", "minimum": minimum, "maximum": MAX_INT}
+
+
+FIELDS: dict[str, Schema] = {
+    "total": _count(1),
+    "reserved": _count(0),
+    "min_unit": _count(1),
+    "max_unit": _count(1),
+    "step_size": _count(1),
+    "allocation_ratio": {"type": "number", "maximum": FLOAT_MAX},
+}
+
+# PUT /resource_providers/{uuid}/inventories/{resource_class}
+UPDATE: Schema = obj(required=["total", "resource_provider_generation"],
+                     resource_provider_generation=GENERATION, **FIELDS)
+
+# POST /resource_providers/{uuid}/inventories: the generation may be sent
+# but is not required (nor compared).
+CREATE: Schema = obj(required=["total", "resource_class"],
+                     resource_provider_generation=GENERATION,
+                     resource_class=RESOURCE_CLASS, **FIELDS)
+
+# PUT /resource_providers/{uuid}/inventories: one record per class.  Keys
+# that do not look like class names are not validated here; they fail as
+# unknown resource classes.
+_RECORD: Schema = obj(required=["total"],
+                      resource_provider_generation=GENERATION, **FIELDS)
+REPLACE: Schema = obj(
+    required=["resource_provider_generation", "inventories"],
+    resource_provider_generation=GENERATION,
+    inventories={
+        "type": "object",
+        "patternProperties": {RESOURCE_CLASS["pattern"]: _RECORD},
+    },
+)
