@@ -9,6 +9,7 @@ gunicorn or uwsgi.
 from __future__ import annotations
 
 import argparse
+import socketserver
 import sys
 from wsgiref import simple_server
 
@@ -18,25 +19,53 @@ from placement import app, conf as placement_conf
 from placement.db import migration
 from placement.db.api import Database, redact_url
 
+PROG = "placement-api"
+
+
+class _ThreadingServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+    """One thread per request, so a slow client does not stall the others."""
+
+    daemon_threads = True
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        # placement.requestlog already logs every request, with its id.
+        pass
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="placement-api")
+    parser = argparse.ArgumentParser(prog=PROG)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8778)
     args, rest = parser.parse_known_args(argv)
-    conf = placement_conf.load(rest, prog="placement-api")
+    try:
+        conf = placement_conf.load(rest, prog=PROG)
+    except placement_conf.InvalidConfig as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
     logging.setup(conf, "placement")
     db = Database(conf)
     embedded = not conf.placement_database.connection
     try:
         if embedded or conf.placement_database.sync_on_startup:
             migration.upgrade(db)
-    except Exception as exc:  # the message is for a person at a terminal
-        print("placement-api: cannot use database %s: %s"
-              % (redact_url(db.url), exc), file=sys.stderr)
+    except Exception as exc:
+        message = db.explain(exc)
+        if message is None:
+            raise
+        print("%s: %s" % (PROG, message), file=sys.stderr)
         return 1
     application = app.build_app(conf, db)
-    server = simple_server.make_server(args.host, args.port, application)
+    try:
+        server = simple_server.make_server(
+            args.host, args.port, application,
+            server_class=_ThreadingServer, handler_class=_QuietHandler)
+    except OSError as exc:
+        print("%s: cannot listen on %s:%d: %s" % (PROG, args.host, args.port,
+                                                  exc.strerror or exc),
+              file=sys.stderr)
+        return 1
     print("placement-api: database %s" % redact_url(db.url))
     print("placement-api: serving on http://%s:%d/ (auth_strategy=%s)"
           % (args.host, args.port, conf.api.auth_strategy))

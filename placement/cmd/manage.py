@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from oslo_db import exception as db_exc
-
 import placement
 from placement import conf as placement_conf
 from placement.db import migration
 from placement.db.api import Database, redact_url
+
+PROG = "placement-manage"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,9 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         conf_args += ["--config-file", path]
     if args.config_dir:
         conf_args += ["--config-dir", args.config_dir]
-    conf = placement_conf.load(
-        conf_args, default_config_files=[] if args.config_file else None,
-        prog="placement-manage")
+    try:
+        conf = placement_conf.load(
+            conf_args, default_config_files=[] if args.config_file else None,
+            prog=PROG)
+    except placement_conf.InvalidConfig as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
     db = Database(conf)
     try:
         if args.command == "sync":
@@ -58,10 +62,14 @@ def main(argv: list[str] | None = None) -> int:
             print(migration.current_revision(db))
         else:
             print("no online data migrations are pending")
-    except db_exc.DBError as exc:
-        print("placement-manage: database %s: %s" % (redact_url(db.url), exc),
-              file=sys.stderr)
+    except Exception as exc:
+        message = db.explain(exc)
+        if message is None:
+            raise
+        print("%s: %s" % (PROG, message), file=sys.stderr)
         return 1
+    finally:
+        db.dispose()
     return 0
 
 

@@ -1,4 +1,8 @@
-"""``placement-status upgrade check``: is this deployment ready to upgrade?"""
+"""``placement-status upgrade check``: is this deployment ready to upgrade?
+
+Exit codes are oslo.upgradecheck's: 0 success, 1 warning, 2 failure, 255
+when a check itself crashed.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +13,43 @@ from oslo_upgradecheck import common_checks, upgradecheck
 
 from placement import conf as placement_conf
 from placement.db import migration
-from placement.db.api import Database, redact_url
+from placement.db.api import Database
 
 
 class Checks(upgradecheck.UpgradeCommands):
-    def __init__(self, conf):  # type: ignore[no-untyped-def]
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
+        # Instance-level: check_policy_json reads the conf it is given.
+        self._upgrade_checks = (
+            ("Configuration", Checks._check_config),
+            ("Database schema", Checks._check_schema),
+            ("Policy File JSON to YAML Migration",
+             (common_checks.check_policy_json, {"conf": conf})),
+        )
+
+    def _check_config(self) -> upgradecheck.Result:
+        try:
+            placement_conf.check(self.conf)
+        except placement_conf.InvalidConfig as exc:
+            return upgradecheck.Result(upgradecheck.Code.FAILURE, str(exc))
+        return upgradecheck.Result(upgradecheck.Code.SUCCESS)
 
     def _check_schema(self) -> upgradecheck.Result:
-        db = Database(self.conf)
+        try:
+            db = Database(self.conf)
+        except (ValueError, cfg.Error):
+            return upgradecheck.Result(
+                upgradecheck.Code.FAILURE,
+                "Not checked: the database options are invalid.")
         try:
             current = migration.current_revision(db)
         except Exception as exc:
-            return upgradecheck.Result(
-                upgradecheck.Code.FAILURE,
-                "Cannot reach database %s: %s" % (redact_url(db.url), exc))
+            message = db.explain(exc)
+            if message is None:
+                raise
+            return upgradecheck.Result(upgradecheck.Code.FAILURE, message)
+        finally:
+            db.dispose()
         head = migration.head_revision()
         if current != head:
             return upgradecheck.Result(
@@ -32,27 +58,14 @@ class Checks(upgradecheck.UpgradeCommands):
                 "'placement-manage db sync'." % (current, head))
         return upgradecheck.Result(upgradecheck.Code.SUCCESS)
 
-    _upgrade_checks = (
-        ("Database schema", _check_schema),
-        ("Policy File JSON to YAML Migration",
-         (common_checks.check_policy_json, {"conf": None})),
-    )
-
 
 def main(argv: list[str] | None = None) -> int:
     # upgradecheck.main registers its sub-commands and parses the command
     # line itself, so it gets a registered but unparsed configuration.
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
-    checks = Checks(conf)
-    # check_policy_json reads the conf it is given.
-    checks._upgrade_checks = (  # noqa: SLF001
-        checks._upgrade_checks[0],
-        ("Policy File JSON to YAML Migration",
-         (common_checks.check_policy_json, {"conf": conf})),
-    )
     return upgradecheck.main(
-        conf, project="placement", upgrade_command=checks,
+        conf, project="placement", upgrade_command=Checks(conf),
         argv=argv if argv is not None else sys.argv[1:])
 
 

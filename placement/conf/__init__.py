@@ -9,6 +9,7 @@ Every option can also be set as ``OS_<GROUP>__<OPTION>`` in the environment
 from __future__ import annotations
 
 import os
+import re
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -16,6 +17,60 @@ from oslo_log import log as logging
 from placement.conf import api, database, placement, paths
 
 DEFAULT_CONFIG_FILES = ["/etc/placement/placement.conf"]
+
+
+class InvalidConfig(ValueError):
+    """Options whose values their types refuse; the message lists them all."""
+
+
+# oslo.config reports a bad value as "Value for option X from <location
+# repr> is not valid: <why>"; we keep <why> and say where the value came
+# from in plain words.
+_BAD_VALUE = re.compile(
+    r"Value for option \S+ from LocationInfo\(.*?detail='(?P<where>[^']*)'\)"
+    r" is not valid: (?P<why>.*)", re.DOTALL)
+
+
+def env_var(group: str | None, name: str) -> str:
+    """The environment variable that sets an option: ``OS_<GROUP>__<OPTION>``."""
+    return "OS_%s__%s" % ((group or "DEFAULT").upper(), name.upper())
+
+
+def _describe(group: str | None, name: str, exc: Exception) -> str:
+    option = "[%s] %s" % (group or "DEFAULT", name)
+    match = _BAD_VALUE.match(str(exc))
+    if not match:
+        return "%s: %s" % (option, exc)
+    # The environment wins over config files, and oslo.config names the
+    # file even when the bad value came from the environment.
+    variable = env_var(group, name)
+    where = variable if variable in os.environ else match["where"]
+    return "%s (from %s): %s" % (option, where, match["why"])
+
+
+def check(conf: cfg.ConfigOpts) -> None:
+    """Read every registered option once; raise :class:`InvalidConfig` if any
+    value cannot be used.
+
+    oslo.config only converts a value when it is first read, so without this
+    a typo in a config file or environment variable would surface as a
+    traceback in the middle of serving, or not until the option is needed.
+    """
+    problems = []
+    for name in conf:
+        try:
+            value = conf[name]
+        except (ValueError, cfg.Error) as exc:
+            problems.append(_describe(None, name, exc))
+            continue
+        if isinstance(value, cfg.ConfigOpts.GroupAttr):
+            for opt in value:
+                try:
+                    value[opt]
+                except (ValueError, cfg.Error) as exc:
+                    problems.append(_describe(name, opt, exc))
+    if problems:
+        raise InvalidConfig("invalid configuration: " + "; ".join(problems))
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
@@ -64,7 +119,8 @@ def load(
     """A fresh, fully registered and parsed configuration.
 
     Config files default to ``/etc/placement/placement.conf`` when it exists;
-    ``--config-file`` on the command line replaces it.
+    ``--config-file`` on the command line replaces it.  Raises
+    :class:`InvalidConfig` when an option has a value its type refuses.
     """
     conf = cfg.ConfigOpts()
     register_opts(conf)
@@ -78,4 +134,5 @@ def load(
         prog=prog,
         default_config_files=default_config_files,
     )
+    check(conf)
     return conf

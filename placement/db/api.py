@@ -25,6 +25,7 @@ from typing import Iterator
 
 import sqlalchemy as sa
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 
 LOG = logging.getLogger(__name__)
@@ -46,6 +47,51 @@ def redact_url(url: str) -> str:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except Exception:  # an unparsable URL has nothing we can hide reliably
         return "<unparsable database URL>"
+
+
+def _driver_message(exc: BaseException) -> str:
+    """The database driver's own words, on one line."""
+    inner = getattr(exc, "inner_exception", None)  # oslo.db wraps
+    if inner is not None and inner is not exc:
+        return _driver_message(inner)
+    orig = getattr(exc, "orig", None)  # SQLAlchemy wraps the driver's error
+    text = str(orig if orig is not None else exc)
+    return " ".join(text.split())
+
+
+def connection_problem(exc: BaseException) -> str | None:
+    """Why the database cannot be reached, if that is what ``exc`` means.
+
+    oslo.db turns most lost or refused connections into DBConnectionError,
+    but not all: a connection refused while the engine is first created, or
+    a driver message it does not recognise (libpq's "connection to server
+    ... failed", an unknown database, refused credentials), arrives as
+    SQLAlchemy's OperationalError raised before any statement ran.  Both
+    mean "the database is not there for us", not "this request is wrong".
+    """
+    if isinstance(exc, db_exc.DBConnectionError):
+        return _driver_message(exc)
+    if isinstance(exc, db_exc.DBError) and exc.inner_exception is not None:
+        return connection_problem(exc.inner_exception)
+    if isinstance(exc, sa.exc.DBAPIError):
+        if exc.connection_invalidated:
+            return _driver_message(exc)
+        failed_to_connect = exc.statement is None
+        if failed_to_connect and isinstance(
+                exc, (sa.exc.OperationalError, sa.exc.InterfaceError)):
+            return _driver_message(exc)
+    return None
+
+
+def without_password(text: str, url: str) -> str:
+    """``text`` with the password of ``url`` blanked out, wherever it appears."""
+    try:
+        password = sa.engine.make_url(url).password
+    except Exception:  # an unparsable URL: nothing we can identify
+        return text
+    if password:
+        text = text.replace(str(password), "***")
+    return text
 
 
 class Database:
@@ -99,6 +145,19 @@ class Database:
             conn.execution_options(**{_WRITE_OPTION: True})
             with conn.begin():
                 yield conn
+
+    def explain(self, exc: BaseException) -> str | None:
+        """A one-line message for a person when ``exc`` is a database
+        failure, naming the database (never its password); else None."""
+        url = redact_url(self.url)
+        reason = connection_problem(exc)
+        if reason is not None:
+            message = "cannot connect to database %s: %s" % (url, reason)
+        elif isinstance(exc, (db_exc.DBError, sa.exc.SQLAlchemyError)):
+            message = "database %s: %s" % (url, _driver_message(exc))
+        else:
+            return None
+        return without_password(message, self.url)
 
     def dispose(self) -> None:
         if self._engine is not None:

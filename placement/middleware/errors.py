@@ -10,6 +10,7 @@ from placement import errors, microversion
 
 VERSION_ENVIRON = "placement.microversion"
 REQUEST_ID_ENVIRON = "openstack.request_id"
+REQUEST_ID_HEADER = "x-openstack-request-id"
 
 
 def error_response(environ: dict[str, Any], exc: errors.ApiError) -> webob.Response:
@@ -29,4 +30,9 @@ def error_response(environ: dict[str, Any], exc: errors.ApiError) -> webob.Respo
         resp.headers[name] = value
     if version is not None:
         resp.headers.update(microversion.response_headers(version))
+    # oslo.middleware's RequestId adds this header on the way out, but an
+    # exception that escapes to the fault barrier has already passed it.
+    request_id = environ.get(REQUEST_ID_ENVIRON)
+    if request_id and REQUEST_ID_HEADER not in resp.headers:
+        resp.headers[REQUEST_ID_HEADER] = request_id
     return resp

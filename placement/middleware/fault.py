@@ -2,8 +2,9 @@
 
 The client gets the request id and a generic message, the log gets the
 traceback.  A database that cannot be reached becomes a 503, so that load
-balancers and clients retry; the engine reconnects by itself once the
-database is back.
+balancers and clients retry; the pool reconnects by itself once the
+database is back (and an engine that could not be created is created on a
+later request), so no restart is needed.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterable
 
-from oslo_db import exception as db_exc
-
 from placement import errors
+from placement.db.api import connection_problem
 from placement.middleware.errors import error_response
 
 LOG = logging.getLogger(__name__)
@@ -30,13 +30,14 @@ class FaultWrapper:
             return self.application(environ, start_response)
         except errors.ApiError as exc:
             return error_response(environ, exc)(environ, start_response)
-        except db_exc.DBConnectionError:
-            LOG.exception("database unavailable")
-            exc = errors.ServiceUnavailable(
-                "The placement database is unavailable; try again later."
-            )
-            return error_response(environ, exc)(environ, start_response)
         except Exception as err:
+            reason = connection_problem(err)
+            if reason is not None:
+                LOG.error("database unavailable: %s", reason)
+                exc = errors.ServiceUnavailable(
+                    "The placement database is unavailable; try again later."
+                )
+                return error_response(environ, exc)(environ, start_response)
             LOG.exception("unexpected error handling %s %s",
                           environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
             exc = errors.InternalServerError(
