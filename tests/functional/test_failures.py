@@ -1,0 +1,155 @@
+"""How the whole application fails: unexpected errors and a database that
+goes away and comes back, driven through the real middleware stack.
+
+The handler of ``GET /`` is replaced by one that raises or reads the
+database, so these tests depend on no resource being implemented.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+import pytest
+import sqlalchemy as sa
+import webob
+
+from placement import app, responses
+from placement.db import migration
+from placement.db.api import Database
+from placement.handlers import root
+from tests import backends
+from tests.functional import fixtures
+from tests.functional.tcp_proxy import TcpProxy
+
+
+def _count_traits(req: Any) -> webob.Response:
+    """A stand-in handler that needs the database."""
+    with req.ctx.db.reader() as conn:
+        count = conn.execute(sa.text("SELECT COUNT(*) FROM traits")).scalar()
+    return responses.json(req, {"traits": count})
+
+
+def _get(application: Any, path: str = "/", **headers: str) -> webob.Response:
+    req = webob.Request.blank(path)
+    req.headers["X-Auth-Token"] = "admin"
+    req.headers.update(headers)
+    return req.get_response(application)
+
+
+def _error(resp: webob.Response) -> dict[str, Any]:
+    assert resp.content_type == "application/json"
+    body = json.loads(resp.body)
+    assert list(body) == ["errors"]
+    error: dict[str, Any] = body["errors"][0]
+    return error
+
+
+@pytest.fixture
+def sqlite_conf(tmp_path: Any) -> Any:
+    return fixtures.make_conf("sqlite:///%s" % (tmp_path / "placement.sqlite"))
+
+
+def test_unexpected_exception_is_a_json_500(
+        monkeypatch: pytest.MonkeyPatch, sqlite_conf: Any,
+        caplog: pytest.LogCaptureFixture) -> None:
+    def explode(req: Any) -> webob.Response:
+        raise KeyError("internal detail 1234")
+
+    monkeypatch.setattr(root, "home", explode)
+    application = app.build_app(sqlite_conf)
+    resp = _get(application, **{"OpenStack-API-Version": "placement 1.30"})
+    assert resp.status_int == 500
+    error = _error(resp)
+    assert error["status"] == 500
+    assert error["code"] == "placement.undefined_code"
+    request_id = resp.headers["x-openstack-request-id"]
+    assert request_id.startswith("req-")
+    assert error["request_id"] == request_id
+    assert resp.headers["OpenStack-API-Version"] == "placement 1.30"
+    assert "internal detail 1234" not in resp.text
+    assert "Traceback" not in resp.text
+    # The log has the traceback, tied to the request id.
+    assert "internal detail 1234" in caplog.text
+
+
+def test_unreadable_sqlite_file_is_a_503(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    monkeypatch.setattr(root, "home", _count_traits)
+    conf = fixtures.make_conf("sqlite:///%s" % (tmp_path / "no" / "such" / "dir.sqlite"))
+    resp = _get(app.build_app(conf))
+    assert resp.status_int == 503
+    error = _error(resp)
+    assert error["title"] == "Service Unavailable"
+    assert error["request_id"] == resp.headers["x-openstack-request-id"]
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def proxied_database(request: pytest.FixtureRequest) -> Iterator[tuple[str, TcpProxy]]:
+    """A migrated database reached through a proxy the test can cut."""
+    backend = request.param
+    backends.require(backend)
+    with backends.fresh_database(backend) as url:
+        direct = sa.engine.make_url(url)
+        proxy = TcpProxy(direct.port or {"postgresql": 5432, "mysql": 3306}[backend])
+        try:
+            yield direct.set(port=proxy.port).render_as_string(hide_password=False), proxy
+        finally:
+            proxy.close()
+
+
+def test_database_outage_is_a_503_and_recovers_without_restart(
+        monkeypatch: pytest.MonkeyPatch, proxied_database: tuple[str, TcpProxy]) -> None:
+    url, proxy = proxied_database
+    monkeypatch.setattr(root, "home", _count_traits)
+    # Fail fast instead of oslo.db's default ten retries, ten seconds apart.
+    conf = fixtures.make_conf(url, placement_database={"max_retries": 1,
+                                                       "retry_interval": 1})
+    db = Database(conf)
+    try:
+        migration.upgrade(db)
+        application = app.build_app(conf, db)
+
+        resp = _get(application)
+        assert resp.status_int == 200, resp.text
+        assert resp.json["traits"] > 0
+
+        proxy.cut()
+        for _attempt in range(3):  # pooled connections, then new ones
+            resp = _get(application, **{"OpenStack-API-Version": "placement 1.23"})
+            assert resp.status_int == 503, resp.text
+            error = _error(resp)
+            assert error["code"] == "placement.undefined_code"
+            assert "unavailable" in error["detail"]
+
+        proxy.restore()
+        resp = _get(application)
+        assert resp.status_int == 200, resp.text
+        assert resp.json["traits"] > 0
+    finally:
+        db.dispose()
+
+
+def test_database_down_before_the_first_request(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The engine is created on first use; a database that is down then
+    # gives 503, and the next request after it is back succeeds.
+    backends.require("postgresql")
+    monkeypatch.setattr(root, "home", _count_traits)
+    with backends.fresh_database("postgresql") as url:
+        direct = sa.engine.make_url(url)
+        proxy = TcpProxy(direct.port or 5432)
+        proxy.cut()
+        conf = fixtures.make_conf(
+            direct.set(port=proxy.port).render_as_string(hide_password=False),
+            placement_database={"max_retries": 1, "retry_interval": 1})
+        db = Database(conf)
+        try:
+            application = app.build_app(conf, db)
+            assert _get(application).status_int == 503
+            proxy.restore()
+            migration.upgrade(db)
+            assert _get(application).status_int == 200
+        finally:
+            db.dispose()
+            proxy.close()

@@ -1,0 +1,126 @@
+"""The error classes, codes and the one error body formatter."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from placement import errors
+
+
+def _codes() -> dict[str, str]:
+    return {
+        name: value
+        for name, value in vars(errors).items()
+        if name.isupper() and isinstance(value, str)
+    }
+
+
+def test_error_codes_are_unique_placement_codes() -> None:
+    codes = _codes()
+    assert codes["DEFAULT"] == "placement.undefined_code"
+    for name, value in codes.items():
+        assert value.startswith("placement."), name
+    values = list(codes.values())
+    assert len(values) == len(set(values)), "two symbols share one code"
+
+
+@pytest.mark.parametrize("symbol, value", [
+    ("CONCURRENT_UPDATE", "placement.concurrent_update"),
+    ("DUPLICATE_NAME", "placement.duplicate_name"),
+    ("INVENTORY_INUSE", "placement.inventory.inuse"),
+    ("PROVIDER_IN_USE", "placement.resource_provider.inuse"),
+    ("PROVIDER_CANNOT_DELETE_PARENT",
+     "placement.resource_provider.cannot_delete_parent"),
+    ("RESOURCE_PROVIDER_NOT_FOUND", "placement.resource_provider.not_found"),
+    ("ILLEGAL_DUPLICATE_QUERYPARAM", "placement.query.duplicate_key"),
+    ("QUERYPARAM_BAD_VALUE", "placement.query.bad_value"),
+    ("QUERYPARAM_MISSING_VALUE", "placement.query.missing_value"),
+])
+def test_public_code_strings(symbol: str, value: str) -> None:
+    # These strings are matched by clients (nova among them): they never change.
+    assert getattr(errors, symbol) == value
+
+
+@pytest.mark.parametrize("cls, status, title", [
+    (errors.BadRequest, 400, "Bad Request"),
+    (errors.Unauthorized, 401, "Unauthorized"),
+    (errors.Forbidden, 403, "Forbidden"),
+    (errors.NotFound, 404, "Not Found"),
+    (errors.NotAcceptable, 406, "Not Acceptable"),
+    (errors.Conflict, 409, "Conflict"),
+    (errors.RequestEntityTooLarge, 413, "Request Entity Too Large"),
+    (errors.UnsupportedMediaType, 415, "Unsupported Media Type"),
+    (errors.InternalServerError, 500, "Internal Server Error"),
+    (errors.ServiceUnavailable, 503, "Service Unavailable"),
+])
+def test_error_classes(cls: type[errors.ApiError], status: int, title: str) -> None:
+    exc = cls("something is wrong")
+    assert (exc.status, exc.title, exc.detail) == (status, title, "something is wrong")
+    assert exc.code == errors.DEFAULT
+    assert isinstance(exc, errors.ApiError)
+
+
+def test_error_keeps_code_headers_and_extra() -> None:
+    exc = errors.Conflict("busy", code=errors.CONCURRENT_UPDATE,
+                          headers={"Retry-After": "1"}, extra={"x": 1})
+    assert exc.code == "placement.concurrent_update"
+    assert exc.headers == {"Retry-After": "1"}
+    assert exc.extra == {"x": 1}
+
+
+def test_method_not_allowed_lists_allow() -> None:
+    exc = errors.MethodNotAllowed(["GET", "POST"])
+    assert exc.status == 405
+    assert exc.headers == {"Allow": "GET, POST"}
+
+
+def test_full_detail_puts_the_stock_explanation_first() -> None:
+    text = errors.full_detail(404, "No resource provider with uuid x found")
+    assert text == (
+        "The resource could not be found.\n\n"
+        " No resource provider with uuid x found  "
+    )
+
+
+def test_full_detail_of_unknown_status_has_no_explanation() -> None:
+    assert errors.full_detail(599, "odd") == "\n\n odd  "
+
+
+def _render(**kwargs: object) -> dict:
+    args: dict = {"status": 409, "title": "Conflict", "detail": "taken",
+                  "request_id": "req-1"}
+    args.update(kwargs)
+    body = json.loads(errors.render(**args))
+    assert list(body) == ["errors"]
+    assert len(body["errors"]) == 1
+    return body["errors"][0]
+
+
+def test_render_before_1_23_has_no_code() -> None:
+    error = _render(code=errors.DUPLICATE_NAME, version=(1, 22))
+    assert set(error) == {"status", "title", "detail", "request_id"}
+    assert error["status"] == 409
+    assert error["title"] == "Conflict"
+    assert error["request_id"] == "req-1"
+    assert error["detail"].endswith(" taken  ")
+
+
+def test_render_from_1_23_has_the_code() -> None:
+    error = _render(code=errors.DUPLICATE_NAME, version=(1, 23))
+    assert error["code"] == "placement.duplicate_name"
+    error = _render(version=(1, 39))
+    assert error["code"] == "placement.undefined_code"
+
+
+def test_render_without_a_version_has_no_code() -> None:
+    # Errors raised before negotiation (a malformed version header).
+    assert "code" not in _render(version=None)
+
+
+def test_render_merges_extra_members() -> None:
+    error = _render(status=406, title="Not Acceptable", version=None,
+                    extra={"min_version": "1.0", "max_version": "1.39"})
+    assert error["min_version"] == "1.0"
+    assert error["max_version"] == "1.39"
