@@ -1,0 +1,78 @@
+"""Command line: ``python3 -m benchmarks run|report ...`` (see README.rst).
+
+    python3 -m benchmarks run --db postgresql --upstream-venv PATH
+    python3 -m benchmarks report [RESULTS.json] [--markdown]
+
+``report`` without a file reads the newest ``benchmarks/results/*.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import signal
+import sys
+
+
+def _exit_cleanly_on_signals() -> None:
+    """SIGTERM / SIGINT unwind through ``finally`` blocks, which stop the
+    server under test (a background job may inherit SIGINT as ignored)."""
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _report(argv: list[str]) -> int:
+    from benchmarks import report
+    from benchmarks import sharedbench
+
+    parser = argparse.ArgumentParser(prog="python3 -m benchmarks report")
+    parser.add_argument("results", nargs="?",
+                        help="JSON written by run (default: newest in "
+                        "benchmarks/results)")
+    parser.add_argument("--markdown", action="store_true",
+                        help="Markdown tables (for README.rst)")
+    args = parser.parse_args(argv)
+    path = args.results
+    if not path:
+        found = glob.glob(os.path.join(sharedbench.REPO_ROOT, "benchmarks",
+                                       "results", "*.json"))
+        if not found:
+            parser.error("no results file given and none in "
+                         "benchmarks/results")
+        path = max(found, key=os.path.getmtime)
+    with open(path) as f:
+        doc = json.load(f)
+    if args.markdown:
+        sys.stdout.write(report.markdown(doc))
+    else:
+        print("results: %s" % path)
+        report.print_text(doc)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    commands = ("run", "report")
+    if not argv or argv[0] not in commands:
+        print(__doc__.strip(), file=sys.stderr)
+        print("\ncommands: %s; add --help to either" % ", ".join(commands),
+              file=sys.stderr)
+        return 2
+    if argv[0] == "report":
+        return _report(argv[1:])
+    # The shared kit must be on sys.path before the runner imports it.
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--shared-bench")
+    known, _ = pre.parse_known_args(argv[1:])
+    from benchmarks import sharedbench
+    sharedbench.activate(known.shared_bench)
+    _exit_cleanly_on_signals()
+    from benchmarks import runner
+    return runner.main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,374 @@
+"""``python3 -m benchmarks report``: the figures and targets of a results file.
+
+Reads the JSON written by ``run`` (standard library only, no kit needed)
+and prints two tables: the key figures per workload with upstream, ours and
+the gain (how many times better ours is: upstream/ours for times and
+memory, ours/upstream for rates; below 1 means worse), and the project's
+targets with PASS / FAIL.  With several rounds each figure is the median
+over rounds.  ``--markdown`` writes the same tables for README.rst.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Callable, Optional
+
+Result = dict[str, Any]
+Getter = Callable[[Result], Any]
+
+LOWER, HIGHER, EQUAL, INFO = "lower", "higher", "equal", "info"
+
+
+def dig(d: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(d, dict) or key not in d:
+            return None
+        d = d[key]
+    return d
+
+
+def path(*keys: str) -> Getter:
+    return lambda r: dig(r, *keys)
+
+
+def peak(*keys: str) -> Getter:
+    """Largest per-worker peak RSS (VmHWM) in MB under ``keys``."""
+    def get(r: Result) -> Optional[float]:
+        values = dig(r, *keys)
+        return max(values) if values else None
+    return get
+
+
+def idle_rss(r: Result) -> Optional[float]:
+    values = dig(r, "idle_memory", "workers_rss_mb")
+    return max(values) if values else None
+
+
+def read_rows(title: str, scenario: str, *prefix: str,
+              count: str = "candidates") -> list[tuple]:
+    """Rows of one measured GET (kit's measure_query / our measure_get)."""
+    return [
+        (title, "median latency ms", scenario, path(*prefix, "latency",
+                                                    "median_ms"), LOWER),
+        (title, "p95 latency ms", scenario, path(*prefix, "latency",
+                                                 "p95_ms"), LOWER),
+        (title, "throughput req/s (c=10)", scenario,
+         path(*prefix, "throughput", "requests_per_s"), HIGHER),
+        (title, "server CPU ms/req", scenario,
+         path(*prefix, "throughput", "server_cpu_ms_per_req"), LOWER),
+        (title, count, scenario, path(*prefix, "response", count), EQUAL),
+        (title, "response digest", scenario, path(*prefix, "response",
+                                                  "digest"), EQUAL),
+    ]
+
+
+def _count(n: Any) -> str:
+    return "{:,}".format(n) if isinstance(n, int) else "?"
+
+
+def metric_rows(options: Result) -> list[tuple]:
+    """(workload, metric, scenario, getter, better) for every figure shown;
+    workload titles carry the sizes the run used."""
+    flat = "1 flat %s" % _count(options.get("providers"))
+    large = _count(options.get("large_providers"))
+    nested = "2 nested %s trees" % _count(options.get("trees"))
+    claims = "3 claims %s providers" % _count(options.get("write_providers"))
+    wide = "4 wide %s hosts" % _count(options.get("wide_hosts"))
+    unlimited = "4 wide %s hosts" % _count(options.get("wide_hosts_unlimited"))
+    reshape = "6 reshape %s consumers" % _count(
+        options.get("reshape_consumers"))
+    memory = ("worker peak RSS MB", peak("memory", "workers_peak_rss_mb"),
+              LOWER)
+    return (
+        read_rows(flat, "flat") + [(flat, *memory[:1], "flat", *memory[1:])]
+        + read_rows("1 flat %s" % large, "flat-large", "candidates")
+        + read_rows("5 GET /resource_providers %s" % large, "flat-large",
+                    "providers_query", count="providers")
+        + [("1+5 flat %s" % large, memory[0], "flat-large", *memory[1:])]
+        + read_rows(nested, "nested")
+        + [(nested, memory[0], "nested", *memory[1:])]
+        + [
+            (claims, "claims/s", "write", path("claims", "claims_per_s"),
+             HIGHER),
+            (claims, "PUT median ms", "write",
+             path("claims", "put_median_ms"), LOWER),
+            (claims, "server CPU ms/claim", "write",
+             path("claims", "server_cpu_ms_per_claim"), LOWER),
+            (claims, "claims made", "write", path("claims", "claims"), INFO),
+            (claims, "claimable", "write",
+             path("verify", "capacity_in_claims"), EQUAL),
+            (claims, "overcommitted pairs", "write",
+             path("verify", "overcommitted"), LOWER),
+            (claims, "usage mismatches", "write",
+             path("verify", "usage_mismatches"), LOWER),
+            (claims, memory[0], "write", *memory[1:]),
+            (wide, "limit=10 query ms", "wide", path("limited", "query_ms"),
+             LOWER),
+            (wide, "limit=10 worker peak RSS MB", "wide",
+             peak("limited", "worker_peak_rss_mb"), LOWER),
+            (unlimited, "no limit query ms", "wide",
+             path("unlimited", "query_ms"), LOWER),
+            (unlimited, "no limit candidates", "wide",
+             path("unlimited", "candidates"), EQUAL),
+            (unlimited, "no limit worker peak RSS MB", "wide",
+             peak("unlimited", "worker_peak_rss_mb"), LOWER),
+            (reshape, "PUT /allocations median ms", "reshape",
+             path("put_allocations", "median_ms"), LOWER),
+            (reshape, "PUT /allocations p95 ms", "reshape",
+             path("put_allocations", "p95_ms"), LOWER),
+            (reshape, "PUT server CPU ms/req", "reshape",
+             path("put_allocations", "server_cpu_ms_per_req"), LOWER),
+            (reshape, "POST /reshaper median ms", "reshape",
+             path("reshaper", "median_ms"), LOWER),
+            (reshape, "POST /reshaper p95 ms", "reshape",
+             path("reshaper", "p95_ms"), LOWER),
+            (reshape, "reshaper server CPU ms/req", "reshape",
+             path("reshaper", "server_cpu_ms_per_req"), LOWER),
+            (reshape, memory[0], "reshape", *memory[1:]),
+            ("idle", "worker RSS MB after start", "reshape", idle_rss, LOWER),
+        ])
+
+
+# --------------------------------------------------------------------------
+# Aggregation
+# --------------------------------------------------------------------------
+
+def runs_of(doc: Result, label: str, scenario: str) -> list[Result]:
+    return [r for r in dig(doc, "runs", label, scenario) or []
+            if not r.get("failed")]
+
+
+def median_of(doc: Result, label: str, scenario: str, get: Getter) -> Any:
+    values = [get(r) for r in runs_of(doc, label, scenario)]
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    if all(isinstance(v, (int, float)) for v in values):
+        return statistics.median(values)
+    return values[0] if len(set(values)) == 1 else "varies"
+
+
+def gain(upstream: Any, ours: Any, better: str) -> Optional[float]:
+    """How many times better ours is (>1 better, <1 worse)."""
+    if not all(isinstance(v, (int, float)) for v in (upstream, ours)):
+        return None
+    if better == LOWER and ours > 0:
+        return upstream / ours
+    if better == HIGHER and upstream > 0:
+        return ours / upstream
+    return None
+
+
+def labels(doc: Result) -> list[str]:
+    order = [s["label"] for s in doc.get("sides", [])]
+    return [x for x in ("upstream", "ours") if x in order] or order
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) >= 100:
+            return "%d" % value
+        return ("%.0f" % value if abs(value) >= 100 else
+                "%.1f" % value if abs(value) >= 10 else "%.2f" % value)
+    return str(value)
+
+
+def figure_rows(doc: Result) -> list[list[str]]:
+    sides = labels(doc)
+    both = sides == ["upstream", "ours"]
+    rows = []
+    for title, metric, scenario, get, better in metric_rows(
+            doc.get("options", {})):
+        values = [median_of(doc, s, scenario, get) for s in sides]
+        if all(v is None for v in values):
+            continue
+        row = [title, metric] + [fmt(v) for v in values]
+        if both:
+            if better == EQUAL:
+                row.append("same" if values[0] == values[1] else "DIFFERENT")
+            else:
+                g = gain(values[0], values[1], better)
+                row.append("%sx" % fmt(g) if g is not None else "")
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------
+# Targets
+# --------------------------------------------------------------------------
+
+def _check(ok: Optional[bool]) -> str:
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def target_rows(doc: Result) -> list[list[str]]:
+    """[target, measured, status] for every target the file can judge."""
+    rows: list[list[str]] = []
+
+    def m(label: str, scenario: str, get: Getter) -> Any:
+        return median_of(doc, label, scenario, get)
+
+    def has(scenario: str, label: str = "ours") -> bool:
+        return bool(runs_of(doc, label, scenario))
+
+    reads = [("1 flat 1,000", "flat", ()),
+             ("1 flat 10,000", "flat-large", ("candidates",)),
+             ("2 nested", "nested", ()),
+             ("5 GET /resource_providers", "flat-large",
+              ("providers_query",))]
+    for title, scenario, prefix in reads:
+        if not (has(scenario) and has(scenario, "upstream")):
+            continue
+        for metric, keys, better in (
+                ("median latency >= 10x lower", ("latency", "median_ms"),
+                 LOWER),
+                ("throughput >= 10x higher", ("throughput",
+                                              "requests_per_s"), HIGHER)):
+            g = gain(m("upstream", scenario, path(*prefix, *keys)),
+                     m("ours", scenario, path(*prefix, *keys)), better)
+            rows.append(["%s: %s" % (title, metric),
+                         "%sx" % fmt(g) if g is not None else "-",
+                         _check(None if g is None else g >= 10)])
+        a = m("upstream", scenario, path(*prefix, "response", "digest"))
+        b = m("ours", scenario, path(*prefix, "response", "digest"))
+        rows.append(["%s: identical response content" % title,
+                     "%s / %s" % (a, b), _check(None if a is None
+                                                or b is None else a == b)])
+
+    if has("write"):
+        if has("write", "upstream"):
+            g = gain(m("upstream", "write", path("claims", "claims_per_s")),
+                     m("ours", "write", path("claims", "claims_per_s")),
+                     HIGHER)
+            rows.append(["3 claims: >= 3x claims/s", "%sx" % fmt(g)
+                         if g is not None else "-",
+                         _check(None if g is None else g >= 3)])
+        worst = max((r.get("verify", {}).get("overcommitted", 0) or 0)
+                    for r in runs_of(doc, "ours", "write"))
+        rows.append(["3 claims: zero overcommitted providers",
+                     "%d pairs (worst round)" % worst, _check(worst == 0)])
+        lost = [(dig(r, "verify", "usage_mismatches") or 0)
+                + abs((dig(r, "claims", "claims") or 0)
+                      - (dig(r, "verify", "capacity_in_claims") or 0))
+                for r in runs_of(doc, "ours", "write")]
+        rows.append(["3 claims: zero lost claims (usages = 204s, "
+                     "claims = capacity)", "%d (worst round)" % max(lost),
+                     _check(max(lost) == 0)])
+
+    if has("wide"):
+        q = m("ours", "wide", path("limited", "query_ms"))
+        rows.append(["4 wide: limit=10 under 100 ms", "%s ms" % fmt(q),
+                     _check(None if q is None else q < 100)])
+        idle = [m("upstream", s, idle_rss) for s in ("reshape", "flat-large")]
+        idle = [v for v in idle if v is not None]
+        ours_peak = m("ours", "wide", peak("limited", "worker_peak_rss_mb"))
+        if idle and ours_peak is not None:
+            limit = min(idle) + 50
+            rows.append(["4 wide: worker peak RSS <= upstream idle + 50 MB",
+                         "%s <= %s MB" % (fmt(ours_peak), fmt(limit)),
+                         _check(ours_peak <= limit)])
+
+    for scenario, get in (("flat", peak("memory", "workers_peak_rss_mb")),
+                          ("flat-large", peak("memory",
+                                              "workers_peak_rss_mb")),
+                          ("nested", peak("memory", "workers_peak_rss_mb")),
+                          ("write", peak("memory", "workers_peak_rss_mb")),
+                          ("wide", peak("limited", "worker_peak_rss_mb")),
+                          ("reshape", peak("memory",
+                                           "workers_peak_rss_mb"))):
+        if has(scenario) and has(scenario, "upstream"):
+            a, b = m("upstream", scenario, get), m("ours", scenario, get)
+            if a is not None and b is not None:
+                rows.append(["memory: %s worker peak RSS <= upstream's"
+                             % scenario, "%s vs %s MB" % (fmt(b), fmt(a)),
+                             _check(b <= a)])
+    return rows
+
+
+# --------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------
+
+def header(doc: Result) -> list[str]:
+    machine, options = doc.get("machine", {}), doc.get("options", {})
+    lines = ["%s; %s CPUs, %s GB RAM, %s; --db %s, %s gunicorn workers, "
+             "%s round(s)%s" % (machine.get("date"), machine.get("cpus"),
+                                machine.get("memory_gb"),
+                                machine.get("platform"), options.get("db"),
+                                options.get("workers"), options.get("rounds"),
+                                ", --quick sizes" if options.get("quick")
+                                else "")]
+    for side in doc.get("sides", []):
+        lines.append("%s: %s (openstack-placement %s)" % (
+            side["label"], side.get("placement_path") or side["venv"],
+            side.get("placement_version") or "n/a"))
+    return lines
+
+
+def problems(doc: Result) -> list[str]:
+    out = []
+    for label, per in (doc.get("runs") or {}).items():
+        for scenario, runs in per.items():
+            for i, r in enumerate(runs):
+                for p in r.get("problems") or []:
+                    out.append("%s %s round %d: %s" % (
+                        label, scenario, i + 1, p[:300]))
+                for n in r.get("noise") or []:
+                    out.append("%s %s round %d: NOISE %s" % (
+                        label, scenario, i + 1, n))
+    return out
+
+
+def _text_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=False)]
+    line = lambda cells: "  ".join(  # noqa: E731
+        str(c).ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
+    return [line(head), line(["-" * w for w in widths])] + [line(r)
+                                                            for r in rows]
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def _figure_head(doc: Result) -> list[str]:
+    sides = labels(doc)
+    head = ["workload", "metric"] + sides
+    if sides == ["upstream", "ours"]:
+        head.append("gain")
+    return head
+
+
+def print_text(doc: Result, out: Callable[[str], None] = print) -> None:
+    for line in header(doc):
+        out(line)
+    out("")
+    for line in _text_table(_figure_head(doc), figure_rows(doc)):
+        out(line)
+    targets = target_rows(doc)
+    if targets:
+        out("")
+        for line in _text_table(["target", "measured", "status"], targets):
+            out(line)
+    issues = problems(doc)
+    if issues:
+        out("\nproblems and noise:")
+        for issue in issues:
+            out("  " + issue)
+
+
+def markdown(doc: Result) -> str:
+    lines = [" ".join(header(doc)[:1]), ""]
+    lines += ["- " + s for s in header(doc)[1:]] + [""]
+    lines += _md_table(_figure_head(doc), figure_rows(doc))
+    targets = target_rows(doc)
+    if targets:
+        lines += [""] + _md_table(["target", "measured", "status"], targets)
+    issues = problems(doc)
+    if issues:
+        lines += ["", "Problems and noise reported by the run:", ""]
+        lines += ["- " + i.replace("|", "/") for i in issues]
+    return "\n".join(lines) + "\n"
