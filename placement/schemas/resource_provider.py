@@ -34,10 +34,19 @@ _LIST_1_4 = {**_LIST_1_3, "resources": _TEXT}
 _LIST_1_14 = {**_LIST_1_4, "in_tree": UUID}
 _LIST_1_18 = {**_LIST_1_14, "required": _TEXT}
 
+
+
+def _query(properties: dict[str, Schema]) -> Schema:
+    # Built by hand rather than with obj(): one parameter is called
+    # "required", which obj() takes as its own argument.
+    return {"type": "object", "properties": properties,
+            "additionalProperties": False}
+
+
 LIST_QUERY = versioned({
-    (1, 0): obj(**_LIST_1_0),
-    (1, 3): obj(**_LIST_1_3),
-    (1, 4): obj(**_LIST_1_4),
-    (1, 14): obj(**_LIST_1_14),
-    (1, 18): obj(**_LIST_1_18),
+    (1, 0): _query(_LIST_1_0),
+    (1, 3): _query(_LIST_1_3),
+    (1, 4): _query(_LIST_1_4),
+    (1, 14): _query(_LIST_1_14),
+    (1, 18): _query(_LIST_1_18),
 })
