@@ -13,8 +13,6 @@ import socketserver
 import sys
 from wsgiref import simple_server
 
-from oslo_log import log as logging
-
 from placement import app, conf as placement_conf
 from placement.db import migration
 from placement.db.api import Database, redact_url
@@ -44,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     except placement_conf.InvalidConfig as exc:
         print("%s: %s" % (PROG, exc), file=sys.stderr)
         return 1
-    logging.setup(conf, "placement")
+    placement_conf.setup_logging(conf)
     db = Database(conf)
     embedded = not conf.placement_database.connection
     try:

@@ -8,8 +8,10 @@ Every option can also be set as ``OS_<GROUP>__<OPTION>`` in the environment
 
 from __future__ import annotations
 
+import logging as std_logging
 import os
 import re
+import tempfile
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -109,6 +111,15 @@ def cors_defaults() -> dict[str, list[str]]:
         ],
         "allow_methods": ["GET", "PUT", "POST", "DELETE", "PATCH"],
     }
+
+
+def setup_logging(conf: cfg.ConfigOpts) -> None:
+    """Start oslo.log for a service and apply the ``[DEFAULT]`` start-up options."""
+    logging.setup(conf, "placement")
+    if conf.tempdir:
+        tempfile.tempdir = conf.tempdir
+    if conf.log_options:
+        conf.log_opt_values(logging.getLogger(__name__), std_logging.DEBUG)
 
 
 def load(

@@ -1,4 +1,4 @@
-"""``[DEFAULT]`` options about where things live."""
+"""``[DEFAULT]`` options: where things live, and start-up logging."""
 
 from oslo_config import cfg
 
@@ -13,6 +13,16 @@ OPTS = [
         default="",
         sample_default="<Path>",
         help="Directory where the placement python module is installed.",
+    ),
+    cfg.StrOpt(
+        "tempdir",
+        help="Directory for temporary files; the system default when unset.",
+    ),
+    cfg.BoolOpt(
+        "log_options",
+        default=True,
+        help="Log the value of every registered option, at DEBUG level, "
+        "when the service starts.",
     ),
 ]
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 
-from oslo_log import log as logging
-
 from placement import app, conf as placement_conf
 
 
@@ -20,7 +18,7 @@ def init_application():  # type: ignore[no-untyped-def]
     files = os.environ.get("OS_PLACEMENT_CONFIG_FILES")
     conf = placement_conf.load(
         default_config_files=files.split(",") if files else None)
-    logging.setup(conf, "placement")
+    placement_conf.setup_logging(conf)
     return app.build_app(conf)
 
 
