@@ -176,3 +176,15 @@ class AllocationsConflict(ConcurrentUpdate):
 
 class ConsumerAllocationsNotFound(NotFound):
     message = "No allocations for consumer '%(uuid)s'"
+
+
+# The reshaper.
+
+
+class InventoryProviderNotFound(ProviderNotFound):
+    """A provider whose inventories a reshape replaces does not exist."""
+
+
+class ProviderGenerationConflict(ConcurrentUpdate):
+    message = ("resource provider generation conflict for provider "
+               "%(uuid)s: actual: %(actual)s, given: %(given)s")

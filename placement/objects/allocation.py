@@ -1,0 +1,421 @@
+"""Allocations: reading them, and replacing the allocations of consumers
+without ever overcommitting a provider.
+
+How a write stays right under concurrency (``replace_all``):
+
+1. *Prepare*, in a read transaction: resolve provider uuids and class
+   names to ids, guess which providers the consumers hold allocations on
+   now, and make sure the projects, users and consumer types exist
+   (``consumer.ensure_identities``, each in its own short transaction).
+2. *Write*, in one writer transaction whose first statement is
+   ``db.api.lock_providers`` on every provider involved, in id order.
+   Writers of the same providers queue there (SQLite: the whole database,
+   by ``BEGIN IMMEDIATE``).  Everything read afterwards is therefore what
+   the previous writer committed -- on MySQL too, whose REPEATABLE READ
+   snapshot starts at the first plain read, after the lock.  Then: check
+   consumer generations, delete the consumers' old allocations (by primary
+   key, so MySQL takes no gap locks), insert the new ones in one batch,
+   compare usage with capacity, save the consumers with a compare-and-swap
+   on their generation, and increment the generation of every provider
+   whose allocations changed, old and new.
+3. A deadlock, a consumer changed or created concurrently, or a provider
+   missed by the guess of step 1 rolls the transaction back and the whole
+   write starts again from step 1, up to
+   ``[placement] allocation_conflict_retry_count`` times.  Nothing is ever
+   retried inside a transaction that failed.
+
+The reshaper uses the same pieces (:func:`prepare`, :func:`begin_in`,
+:func:`apply_in`, :func:`check_capacity_in`, :func:`bump_providers_in`)
+around its inventory changes.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import logging
+import random
+import time
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+
+import sqlalchemy as sa
+from oslo_db import exception as db_exc
+
+from placement import exceptions
+from placement.db import api as db_api
+from placement.db import tables
+from placement.objects import consumer as consumer_obj
+from placement.objects import resource_class as rc_obj
+
+LOG = logging.getLogger(__name__)
+
+_ALLOC = tables.allocations
+_RP = tables.resource_providers
+_INV = tables.inventories
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerClaim:
+    """The allocations one consumer is to hold after a write.
+
+    ``resources`` maps provider uuid to ``{class: amount}``; empty means the
+    consumer gives up all its allocations.  ``project_id``/``user_id`` are
+    None before microversion 1.8 and ``consumer_type`` before 1.38.
+    ``check_generation`` (1.28) compares ``generation`` with the consumer's;
+    None there means the consumer must not exist yet.
+    """
+
+    consumer_uuid: str
+    resources: Mapping[str, Mapping[str, int]]
+    project_id: str | None = None
+    user_id: str | None = None
+    consumer_type: str | None = None
+    generation: int | None = None
+    check_generation: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Allocation:
+    provider_uuid: str
+    provider_generation: int
+    consumer_uuid: str
+    consumer_generation: int
+    resource_class: str
+    used: int
+    last_modified: datetime.datetime | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What :func:`prepare` resolved before the write transaction."""
+
+    claims: tuple[ConsumerClaim, ...]
+    provider_ids: dict[str, int]
+    class_ids: dict[str, int]
+    missing_class: str | None
+    lock_ids: frozenset[int]
+    writes: tuple[consumer_obj.ConsumerWrite, ...]
+
+    @property
+    def consumer_uuids(self) -> list[str]:
+        return [claim.consumer_uuid for claim in self.claims]
+
+
+@dataclasses.dataclass(frozen=True)
+class _OldAllocation:
+    id: int
+    consumer_id: str
+    resource_provider_id: int
+    resource_class_id: int
+    used: int
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteState:
+    """What :func:`begin_in` read under the provider locks."""
+
+    stored: dict[str, consumer_obj.StoredConsumer]
+    old: tuple[_OldAllocation, ...]
+
+    @property
+    def old_provider_ids(self) -> set[int]:
+        return {row.resource_provider_id for row in self.old}
+
+
+class _StaleGuess(Exception):
+    """Allocations appeared on a provider the write did not lock."""
+
+
+_RETRYABLE = (db_exc.DBDeadlock, db_exc.DBDuplicateEntry,
+              consumer_obj.ConsumerChanged, _StaleGuess)
+
+
+def _utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def with_retries(ctx: Any, attempt: Callable[[], T]) -> T:
+    """Run ``attempt`` (a whole transaction) until it does not collide.
+
+    AllocationsConflict once ``[placement] allocation_conflict_retry_count``
+    retries collided too.
+    """
+    retries = ctx.config.placement.allocation_conflict_retry_count
+    for number in range(retries + 1):
+        try:
+            return attempt()
+        except _RETRYABLE as exc:
+            LOG.debug("Allocation write collided (%s), attempt %d of %d",
+                      type(exc).__name__, number + 1, retries + 1)
+            # A little jitter keeps two colliding writers from meeting again.
+            time.sleep(random.uniform(0, 0.005 * (number + 1)))
+    LOG.warning("Allocation write still colliding after %d retries", retries)
+    raise exceptions.AllocationsConflict()
+
+
+def _provider_ids(conn: sa.engine.Connection, uuids: Sequence[str]) -> dict[str, int]:
+    """``{uuid: id}``; ProviderNotFound for the first unknown, in given order."""
+    if not uuids:
+        return {}
+    rows = conn.execute(sa.select(_RP.c.uuid, _RP.c.id)
+                        .where(_RP.c.uuid.in_(sorted(set(uuids))))).all()
+    found = {uuid: id_ for uuid, id_ in rows}
+    for uuid in uuids:
+        if uuid not in found:
+            raise exceptions.ProviderNotFound(uuid=uuid)
+    return found
+
+
+def _held_provider_ids(conn: sa.engine.Connection, consumer_uuids: Iterable[str]
+                       ) -> set[int]:
+    wanted = sorted(set(consumer_uuids))
+    if not wanted:
+        return set()
+    rows = conn.execute(sa.select(_ALLOC.c.resource_provider_id).distinct()
+                        .where(_ALLOC.c.consumer_id.in_(wanted))).all()
+    return {row[0] for row in rows}
+
+
+def _class_ids(conn: sa.engine.Connection, names: set[str]
+               ) -> tuple[dict[str, int], str | None]:
+    """Known class ids, and the first unknown name (reported later, after
+    the generation checks, as clients expect)."""
+    try:
+        return rc_obj.ids_by_name(conn, names), None
+    except exceptions.ResourceClassNotFound as exc:
+        return {}, str(exc.kwargs["name"])
+
+
+def prepare(ctx: Any, claims: Sequence[ConsumerClaim],
+            lock_also: Iterable[int] = ()) -> Plan:
+    """Step 1 of a write; see the module docstring."""
+    placement_conf = ctx.config.placement
+    incomplete = (placement_conf.incomplete_consumer_project_id,
+                  placement_conf.incomplete_consumer_user_id)
+    keeping = [claim for claim in claims if claim.resources]
+    projects = {claim.project_id or incomplete[0] for claim in keeping}
+    users = {claim.user_id or incomplete[1] for claim in keeping}
+    types = {claim.consumer_type for claim in keeping if claim.consumer_type}
+    provider_uuids = list(dict.fromkeys(
+        uuid for claim in claims for uuid in claim.resources))
+    class_names = {name for claim in claims
+                   for resources in claim.resources.values() for name in resources}
+    with ctx.db.reader() as conn:
+        provider_ids = _provider_ids(conn, provider_uuids)
+        class_ids, missing_class = _class_ids(conn, class_names)
+        held = _held_provider_ids(conn, (claim.consumer_uuid for claim in claims))
+        known = consumer_obj.lookup_identities_in(conn, projects, users, types)
+    ids = consumer_obj.ensure_identities(ctx, known, projects, users, types)
+    writes = tuple(
+        consumer_obj.ConsumerWrite(
+            uuid=claim.consumer_uuid,
+            project_id=ids.projects.get(claim.project_id or incomplete[0], 0),
+            user_id=ids.users.get(claim.user_id or incomplete[1], 0),
+            consumer_type_id=ids.types[claim.consumer_type]
+            if claim.resources and claim.consumer_type else None,
+            keeps_allocations=bool(claim.resources),
+            keep_identity=claim.project_id is None)
+        for claim in claims)
+    return Plan(claims=tuple(claims), provider_ids=provider_ids,
+                class_ids=class_ids, missing_class=missing_class,
+                lock_ids=frozenset(provider_ids.values()) | held | set(lock_also),
+                writes=writes)
+
+
+def begin_in(conn: sa.engine.Connection, plan: Plan) -> WriteState:
+    """Lock, check consumer generations and read the old allocations."""
+    db_api.lock_providers(conn, sorted(plan.lock_ids))
+    stored = consumer_obj.get_stored_in(conn, plan.consumer_uuids)
+    consumer_obj.check_generations(stored, {
+        claim.consumer_uuid: claim.generation
+        for claim in plan.claims if claim.check_generation})
+    if plan.missing_class is not None:
+        raise exceptions.ResourceClassNotFound(name=plan.missing_class)
+    rows = conn.execute(
+        sa.select(_ALLOC.c.id, _ALLOC.c.consumer_id, _ALLOC.c.resource_provider_id,
+                  _ALLOC.c.resource_class_id, _ALLOC.c.used)
+        .where(_ALLOC.c.consumer_id.in_(sorted(set(plan.consumer_uuids))))).all()
+    state = WriteState(stored=stored, old=tuple(_OldAllocation(*row) for row in rows))
+    if not state.old_provider_ids <= plan.lock_ids:
+        # Another writer moved a consumer meanwhile; locking those providers
+        # now would be out of order and after MySQL's snapshot: start over.
+        raise _StaleGuess()
+    return state
+
+
+def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
+    """Replace the allocations and save the consumers."""
+    if state.old:
+        conn.execute(_ALLOC.delete().where(
+            _ALLOC.c.id.in_([row.id for row in state.old])))
+    now = _utcnow()
+    rows = [
+        {"resource_provider_id": plan.provider_ids[provider_uuid],
+         "resource_class_id": plan.class_ids[name], "consumer_id": claim.consumer_uuid,
+         "used": amount, "created_at": now}
+        for claim in plan.claims
+        for provider_uuid, resources in claim.resources.items()
+        for name, amount in resources.items()
+    ]
+    if rows:
+        conn.execute(_ALLOC.insert(), rows)
+    consumer_obj.save_in(conn, list(plan.writes), state.stored)
+
+
+def touched_provider_ids(plan: Plan, state: WriteState) -> set[int]:
+    return set(plan.provider_ids.values()) | state.old_provider_ids
+
+
+def bump_providers_in(conn: sa.engine.Connection, provider_ids: Iterable[int]) -> None:
+    """Increment the generation of providers this transaction has locked."""
+    ids = sorted(set(provider_ids))
+    if ids:
+        conn.execute(_RP.update().where(_RP.c.id.in_(ids)).values(
+            generation=_RP.c.generation + 1, updated_at=_utcnow()))
+
+
+def _inventories_with_usage(conn: sa.engine.Connection, provider_ids: set[int],
+                            class_ids: set[int]) -> dict[tuple[int, int], Any]:
+    used = (sa.select(sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0))
+            .where(_ALLOC.c.resource_provider_id == _INV.c.resource_provider_id,
+                   _ALLOC.c.resource_class_id == _INV.c.resource_class_id)
+            .scalar_subquery())
+    rows = conn.execute(
+        sa.select(_INV.c.resource_provider_id, _INV.c.resource_class_id,
+                  _INV.c.total, _INV.c.reserved, _INV.c.min_unit, _INV.c.max_unit,
+                  _INV.c.step_size, _INV.c.allocation_ratio, used.label("used"))
+        .where(_INV.c.resource_provider_id.in_(sorted(provider_ids)),
+               _INV.c.resource_class_id.in_(sorted(class_ids)))).all()
+    return {(row.resource_provider_id, row.resource_class_id): row for row in rows}
+
+
+def check_capacity_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
+    """Refuse the written allocations unless every provider can hold them.
+
+    Runs after :func:`apply_in`, so usage read here is the usage the
+    transaction would commit.  A (provider, class) already over capacity
+    (its inventory shrank) may still be written as long as the write does
+    not increase its usage, which lets consumers shrink or move away.
+    """
+    requested = [(uuid, name, amount) for claim in plan.claims
+                 for uuid, resources in claim.resources.items()
+                 for name, amount in resources.items()]
+    if not requested:
+        return
+    inventory = _inventories_with_usage(
+        conn, set(plan.provider_ids.values()), set(plan.class_ids.values()))
+    with_inventory = {rp_id for rp_id, _rc in inventory}
+    bare = [uuid for uuid, id_ in plan.provider_ids.items() if id_ not in with_inventory]
+    if bare:
+        raise exceptions.InventoryInvalid(
+            resource_class=", ".join(sorted(plan.class_ids)),
+            resource_provider=", ".join(bare))
+    change: collections.Counter[tuple[int, int]] = collections.Counter()
+    for uuid, name, amount in requested:
+        change[plan.provider_ids[uuid], plan.class_ids[name]] += amount
+    for row in state.old:
+        change[row.resource_provider_id, row.resource_class_id] -= row.used
+    for uuid, name, amount in requested:
+        key = (plan.provider_ids[uuid], plan.class_ids[name])
+        inv = inventory.get(key)
+        if inv is None:
+            raise exceptions.InventoryInvalid(resource_class=name, resource_provider=uuid)
+        if (amount < inv.min_unit or amount > inv.max_unit
+                or amount % inv.step_size != 0):
+            raise exceptions.AllocationConstraintsViolated(
+                resource_class=name, resource_provider=uuid)
+        capacity = (inv.total - inv.reserved) * inv.allocation_ratio
+        if inv.used > capacity and change[key] > 0:
+            LOG.info("Over capacity for %s on provider %s: used %s, capacity %s",
+                     name, uuid, inv.used, capacity)
+            raise exceptions.AllocationCapacityExceeded(
+                resource_class=name, resource_provider=uuid)
+
+
+def replace_all(ctx: Any, claims: Sequence[ConsumerClaim]) -> None:
+    """Give each consumer exactly the allocations of its claim, atomically.
+
+    Raises ProviderNotFound, ResourceClassNotFound, InventoryInvalid (and
+    its capacity/constraint subclasses), ConsumerGenerationConflict or
+    AllocationsConflict; nothing is written then.
+    """
+    def attempt() -> None:
+        plan = prepare(ctx, claims)
+        with ctx.db.writer() as conn:
+            state = begin_in(conn, plan)
+            apply_in(conn, plan, state)
+            check_capacity_in(conn, plan, state)
+            bump_providers_in(conn, touched_provider_ids(plan, state))
+
+    with_retries(ctx, attempt)
+
+
+def delete_all_for_consumer(ctx: Any, consumer_uuid: str) -> None:
+    """Remove every allocation of a consumer, and the consumer.
+
+    ConsumerAllocationsNotFound when it has none.
+    """
+    claim = ConsumerClaim(consumer_uuid=consumer_uuid, resources={})
+
+    def attempt() -> None:
+        plan = prepare(ctx, [claim])
+        with ctx.db.writer() as conn:
+            state = begin_in(conn, plan)
+            if not state.old:
+                raise exceptions.ConsumerAllocationsNotFound(uuid=consumer_uuid)
+            apply_in(conn, plan, state)
+            bump_providers_in(conn, touched_provider_ids(plan, state))
+
+    with_retries(ctx, attempt)
+
+
+def _select_allocations() -> sa.Select[Any]:
+    c = tables.consumers
+    return sa.select(
+        _RP.c.uuid.label("provider_uuid"), _RP.c.generation.label("provider_generation"),
+        _ALLOC.c.consumer_id, c.c.generation.label("consumer_generation"),
+        _ALLOC.c.resource_class_id, _ALLOC.c.used,
+        sa.func.coalesce(_ALLOC.c.updated_at, _ALLOC.c.created_at).label("stamp"),
+    ).select_from(
+        _ALLOC.join(_RP, _RP.c.id == _ALLOC.c.resource_provider_id)
+        .join(c, c.c.uuid == _ALLOC.c.consumer_id)
+    ).order_by(_ALLOC.c.id)
+
+
+def _to_allocations(conn: sa.engine.Connection, rows: Sequence[Any]) -> list[Allocation]:
+    names = rc_obj.names_by_id(conn, {row.resource_class_id for row in rows})
+    return [Allocation(row.provider_uuid, row.provider_generation, row.consumer_id,
+                       row.consumer_generation, names[row.resource_class_id],
+                       row.used, row.stamp)
+            for row in rows]
+
+
+def get_by_consumer(ctx: Any, consumer_uuid: str
+                    ) -> tuple[consumer_obj.Consumer | None, list[Allocation]]:
+    """The consumer (None when unknown) and its allocations."""
+    with ctx.db.reader() as conn:
+        consumer = consumer_obj.get_in(conn, consumer_uuid)
+        if consumer is None:
+            return None, []
+        rows = conn.execute(
+            _select_allocations().where(_ALLOC.c.consumer_id == consumer_uuid)).all()
+        return consumer, _to_allocations(conn, rows)
+
+
+def get_by_provider(ctx: Any, provider_uuid: str) -> tuple[int, list[Allocation]]:
+    """The provider's generation and the allocations against it.
+
+    ProviderNotFound when there is no such provider.
+    """
+    with ctx.db.reader() as conn:
+        generation = conn.execute(
+            sa.select(_RP.c.generation).where(_RP.c.uuid == provider_uuid)
+        ).scalar_one_or_none()
+        if generation is None:
+            raise exceptions.ProviderNotFound(uuid=provider_uuid)
+        rows = conn.execute(
+            _select_allocations().where(_RP.c.uuid == provider_uuid)).all()
+        return generation, _to_allocations(conn, rows)

@@ -1,0 +1,252 @@
+"""Consumers and the projects, users and consumer types they belong to.
+
+A consumer row exists while the consumer holds allocations: it is created
+by the first write that gives it allocations and removed by the write that
+takes its last ones away.  Its ``generation`` counts those writes and is
+what clients send back as ``consumer_generation`` (microversion 1.28).
+
+Projects, users and consumer types are stored once, by external id or name,
+and never removed.  :func:`ensure_identities` creates missing ones in short
+transactions of their own *before* an allocation write starts, so that two
+writers racing to create the same project can never make an allocation
+transaction fail on a unique constraint.
+
+The functions ending in ``_in`` take the connection of the caller's
+transaction (the allocation write in ``objects/allocation.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+from oslo_db import exception as db_exc
+
+from placement import exceptions
+from placement.db import tables
+
+LOG = logging.getLogger(__name__)
+
+_CONSUMERS = tables.consumers
+_PROJECTS = tables.projects
+_USERS = tables.users
+_TYPES = tables.consumer_types
+
+# How GET shows the type of consumers written before microversion 1.38.
+UNKNOWN_TYPE = "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class Consumer:
+    """A consumer as clients see it: external ids and names, not row ids."""
+
+    uuid: str
+    project_id: str
+    user_id: str
+    generation: int
+    consumer_type: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredConsumer:
+    """A consumer row as the writer needs it: row ids included."""
+
+    id: int
+    uuid: str
+    project_id: int
+    user_id: int
+    generation: int
+    consumer_type_id: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Identities:
+    """Row ids of projects, users and consumer types, by external id/name."""
+
+    projects: dict[str, int]
+    users: dict[str, int]
+    types: dict[str, int]
+
+
+def _utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _lookup(conn: sa.engine.Connection, table: sa.Table, column: sa.Column[Any],
+            names: set[str]) -> dict[str, int]:
+    if not names:
+        return {}
+    rows = conn.execute(
+        sa.select(column, table.c.id).where(column.in_(sorted(names)))).all()
+    return {name: id_ for name, id_ in rows}
+
+
+def _tables() -> tuple[tuple[sa.Table, sa.Column[Any]], ...]:
+    return ((_PROJECTS, _PROJECTS.c.external_id), (_USERS, _USERS.c.external_id),
+            (_TYPES, _TYPES.c.name))
+
+
+def lookup_identities_in(conn: sa.engine.Connection, projects: set[str],
+                         users: set[str], types: set[str]) -> Identities:
+    """The ids of those that exist; missing names are simply absent."""
+    found = [_lookup(conn, table, column, names)
+             for (table, column), names in zip(_tables(), (projects, users, types), strict=True)]
+    return Identities(*found)
+
+
+def ensure_identities(ctx: Any, known: Identities, projects: set[str],
+                      users: set[str], types: set[str]) -> Identities:
+    """``known`` completed with rows created for the missing names.
+
+    Each row is inserted in its own writer transaction; a concurrent writer
+    that inserted the same name first wins and its row is used.
+    """
+    result = []
+    wanted = (projects, users, types)
+    for (table, column), names, have in zip(_tables(), wanted, dataclasses.astuple(known),
+                                            strict=True):
+        ids = dict(have)
+        for name in sorted(names - set(ids)):
+            ids[name] = _create_or_get(ctx, table, column, name)
+        result.append(ids)
+    return Identities(*result)
+
+
+def _create_or_get(ctx: Any, table: sa.Table, column: sa.Column[Any], name: str) -> int:
+    try:
+        with ctx.db.writer() as conn:
+            inserted = conn.execute(
+                table.insert().values({column.name: name, "created_at": _utcnow()}))
+            return int(inserted.inserted_primary_key[0])
+    except db_exc.DBDuplicateEntry:
+        LOG.debug("%s %s was created concurrently", table.name, name)
+    with ctx.db.reader() as conn:
+        return int(conn.execute(sa.select(table.c.id).where(column == name)).scalar_one())
+
+
+def get_stored_in(conn: sa.engine.Connection, uuids: Iterable[str]
+                  ) -> dict[str, StoredConsumer]:
+    wanted = sorted(set(uuids))
+    if not wanted:
+        return {}
+    c = _CONSUMERS
+    rows = conn.execute(
+        sa.select(c.c.id, c.c.uuid, c.c.project_id, c.c.user_id, c.c.generation,
+                  c.c.consumer_type_id).where(c.c.uuid.in_(wanted))).all()
+    return {row.uuid: StoredConsumer(*row) for row in rows}
+
+
+def _public_select() -> sa.Select[Any]:
+    c = _CONSUMERS
+    return sa.select(
+        c.c.uuid, _PROJECTS.c.external_id.label("project_id"),
+        _USERS.c.external_id.label("user_id"), c.c.generation,
+        _TYPES.c.name.label("consumer_type"),
+    ).select_from(
+        c.join(_PROJECTS, _PROJECTS.c.id == c.c.project_id)
+        .join(_USERS, _USERS.c.id == c.c.user_id)
+        .outerjoin(_TYPES, _TYPES.c.id == c.c.consumer_type_id))
+
+
+def get_in(conn: sa.engine.Connection, uuid: str) -> Consumer | None:
+    row = conn.execute(_public_select().where(_CONSUMERS.c.uuid == uuid)).one_or_none()
+    return Consumer(*row) if row is not None else None
+
+
+def generations_in(conn: sa.engine.Connection, uuids: Iterable[str]) -> dict[str, int]:
+    """``{uuid: generation}`` of those consumers that exist."""
+    wanted = sorted(set(uuids))
+    if not wanted:
+        return {}
+    c = _CONSUMERS
+    rows = conn.execute(sa.select(c.c.uuid, c.c.generation)
+                        .where(c.c.uuid.in_(wanted))).all()
+    return {uuid: generation for uuid, generation in rows}
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerWrite:
+    """What one allocation write does to one consumer.
+
+    ``project_id``/``user_id``/``consumer_type_id`` are row ids.  An
+    existing consumer keeps its project and user when ``keep_identity`` is
+    set (a write before microversion 1.8 names none), and its type when
+    ``consumer_type_id`` is None (a write before 1.38).
+    ``keeps_allocations`` False means the consumer ends the write without
+    allocations, and its row goes.
+    """
+
+    uuid: str
+    project_id: int
+    user_id: int
+    consumer_type_id: int | None
+    keeps_allocations: bool
+    keep_identity: bool = False
+
+
+class ConsumerChanged(Exception):
+    """A consumer row changed since it was read: the write must start over."""
+
+
+def save_in(conn: sa.engine.Connection, writes: list[ConsumerWrite],
+            stored: dict[str, StoredConsumer]) -> None:
+    """Insert, update or delete consumer rows after their allocations changed.
+
+    Every change of an existing row is a compare-and-swap on the generation
+    that was read; a concurrent writer of the same consumer makes it fail
+    with :class:`ConsumerChanged`.  New consumers start at generation 1
+    (0 plus this write).
+    """
+    now = _utcnow()
+    new_rows = []
+    for write in writes:
+        old = stored.get(write.uuid)
+        if old is None:
+            if write.keeps_allocations:
+                new_rows.append({
+                    "uuid": write.uuid, "project_id": write.project_id,
+                    "user_id": write.user_id, "generation": 1,
+                    "consumer_type_id": write.consumer_type_id, "created_at": now,
+                })
+            continue
+        same = sa.and_(_CONSUMERS.c.id == old.id,
+                       _CONSUMERS.c.generation == old.generation)
+        statement: sa.Update | sa.Delete
+        if write.keeps_allocations:
+            type_id = write.consumer_type_id
+            keep = write.keep_identity
+            statement = _CONSUMERS.update().where(same).values(
+                generation=old.generation + 1, updated_at=now,
+                project_id=old.project_id if keep else write.project_id,
+                user_id=old.user_id if keep else write.user_id,
+                consumer_type_id=old.consumer_type_id if type_id is None else type_id)
+        else:
+            statement = _CONSUMERS.delete().where(same)
+        if conn.execute(statement).rowcount != 1:
+            raise ConsumerChanged(write.uuid)
+    if new_rows:
+        conn.execute(_CONSUMERS.insert(), new_rows)
+
+
+def delete_in(conn: sa.engine.Connection, consumer: StoredConsumer) -> None:
+    """Remove a consumer whose allocations were all deleted."""
+    deleted = conn.execute(_CONSUMERS.delete().where(
+        _CONSUMERS.c.id == consumer.id, _CONSUMERS.c.generation == consumer.generation))
+    if deleted.rowcount != 1:
+        raise ConsumerChanged(consumer.uuid)
+
+
+def check_generations(stored: dict[str, StoredConsumer],
+                      expected: dict[str, int | None]) -> None:
+    """ConsumerGenerationConflict unless each consumer is at the expected
+    generation; None expects the consumer not to exist yet."""
+    for uuid, want in expected.items():
+        row = stored.get(uuid)
+        if row is None and want is not None:
+            raise exceptions.ConsumerGenerationConflict(expected="null", got=want)
+        if row is not None and row.generation != want:
+            raise exceptions.ConsumerGenerationConflict(
+                expected=row.generation, got=want)

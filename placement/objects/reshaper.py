@@ -1,0 +1,90 @@
+"""The reshaper: replace the inventories of several providers and the
+allocations of several consumers in one transaction.
+
+Typical use: a compute node's VGPU inventory moves from the root provider
+to new child providers, and the allocations of every instance using it
+must move along at the same moment.
+
+The order inside the transaction is what makes that possible:
+
+1. lock every provider named in the inventories or the allocations, and
+   every provider the consumers hold allocations on (one
+   ``lock_providers``), then compare the provider generations the client
+   sent with the stored ones;
+2. replace the consumers' allocations -- nothing is checked yet, as the
+   old inventory may not hold the new allocations;
+3. replace the inventories; a class removed while allocations still use
+   it is refused (the allocations moved away in step 2 no longer count);
+4. check the written allocations against the final inventories.
+
+So the state in between may violate capacity; the state committed never
+does.  Collisions with other writers retry the whole transaction, like
+allocation writes do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Sequence
+
+from placement import exceptions
+from placement.objects import allocation as alloc_obj
+from placement.objects import inventory as inv_obj
+from placement.objects import resource_provider as rp_obj
+
+
+@dataclasses.dataclass(frozen=True)
+class ProviderInventories:
+    """The whole inventory one provider is to have, and the generation
+    the client last saw it at."""
+
+    provider_uuid: str
+    generation: int
+    inventories: Mapping[str, inv_obj.InventoryFields]
+
+
+def _providers(ctx: Any, uuids: Sequence[str]) -> dict[str, rp_obj.ResourceProvider]:
+    with ctx.db.reader() as conn:
+        found = rp_obj.get_by_uuids_in(conn, uuids)
+    for uuid in uuids:
+        if uuid not in found:
+            raise exceptions.InventoryProviderNotFound(uuid=uuid)
+    return found
+
+
+def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
+            claims: Sequence[alloc_obj.ConsumerClaim]) -> None:
+    """Raises InventoryProviderNotFound, ProviderNotFound (in allocations),
+    ProviderGenerationConflict, ConsumerGenerationConflict,
+    ResourceClassNotFound, InventoryInUse, InventoryInvalid and its
+    subclasses, or AllocationsConflict; nothing is written then.
+    """
+    uuids = [item.provider_uuid for item in inventories]
+
+    def attempt() -> None:
+        known = _providers(ctx, uuids)
+        plan = alloc_obj.prepare(ctx, claims,
+                                 lock_also=[rp.id for rp in known.values()])
+        with ctx.db.writer() as conn:
+            state = alloc_obj.begin_in(conn, plan)
+            current = rp_obj.get_by_uuids_in(conn, uuids)
+            for item in inventories:
+                provider = current.get(item.provider_uuid)
+                if provider is None:
+                    raise exceptions.InventoryProviderNotFound(uuid=item.provider_uuid)
+                if provider.generation != item.generation:
+                    raise exceptions.ProviderGenerationConflict(
+                        uuid=item.provider_uuid, actual=provider.generation,
+                        given=item.generation)
+            alloc_obj.apply_in(conn, plan, state)
+            for item in inventories:
+                inv_obj.replace_in(conn, current[item.provider_uuid], item.inventories,
+                                   expected_generation=item.generation)
+            alloc_obj.check_capacity_in(conn, plan, state)
+            # replace_in incremented the generations of the providers whose
+            # inventories it replaced; the others touched get theirs here.
+            inventory_ids = {rp.id for rp in current.values()}
+            alloc_obj.bump_providers_in(
+                conn, alloc_obj.touched_provider_ids(plan, state) - inventory_ids)
+
+    alloc_obj.with_retries(ctx, attempt)
