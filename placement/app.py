@@ -9,15 +9,21 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterable
 
-from keystonemiddleware import auth_token
 from oslo_config import cfg
-from oslo_middleware import cors, http_proxy_to_wsgi, request_id, sizelimit
+from oslo_middleware import cors, http_proxy_to_wsgi, request_id
 
 from placement import errors, policy
 from placement.context import RequestContext
 from placement.db import migration
 from placement.db.api import Database
-from placement.middleware import fault, microversion, noauth, request_log
+from placement.middleware import (
+    body_size,
+    fault,
+    keystone,
+    microversion,
+    noauth,
+    request_log,
+)
 from placement.middleware.errors import VERSION_ENVIRON, error_response
 from placement.request import PlacementRequest
 from placement.routes import Router
@@ -66,26 +72,33 @@ def _stack(conf: cfg.ConfigOpts, db: Database) -> WSGIApp:
 
     * fault: outermost, so nothing escapes as a traceback;
     * request_id: every later step, log line and error sees the same id;
-    * http_proxy_to_wsgi: scheme and host as the client saw them, so
-      ``Location`` and links are right behind a TLS-terminating proxy;
+    * http_proxy_to_wsgi: scheme, host, client address and prefix as the
+      client saw them (``X-Forwarded-*``/``Forwarded``, when
+      ``[oslo_middleware] enable_proxy_headers_parsing``), so ``Location``
+      and links are right behind a TLS-terminating proxy;
+    * request_log: one line for every request, refused ones included;
     * cors: answers preflights before authentication, as browsers need;
-    * sizelimit: refuses oversize bodies before anyone reads them;
+      only when ``[cors] allowed_origin`` is set, as otherwise it would
+      still turn every failed ``OPTIONS`` into a 200;
     * microversion: negotiated before auth, so even a 401 carries it;
-    * request_log: after microversion and with the context, when set;
-    * auth: keystonemiddleware or noauth2, skipped for public paths;
-    * the application: context, routing, handlers.
+    * body_size: refuses oversize bodies before anyone reads them
+      (``[oslo_middleware] max_request_body_size``), as a JSON 413;
+    * auth: keystonemiddleware's auth_token or noauth2 (``[api]
+      auth_strategy``); public paths (the root) skip it;
+    * the application: context, routing, policy, handlers.
     """
     router = Router()
     app: WSGIApp = PlacementApp(conf, db, router)
     if conf.api.auth_strategy == "noauth2":
         app = noauth.NoAuthMiddleware(app, router.is_public)
     else:
-        keystone = auth_token.AuthProtocol(app, {"oslo_config_config": conf})
-        app = noauth.PublicPathBypass(keystone, app, router.is_public)
-    app = request_log.RequestLog(app)
+        app = keystone.authenticated(app, conf, router.is_public)
+    app = body_size.BodySizeLimit(app, conf)
     app = microversion.MicroversionMiddleware(app)
-    app = sizelimit.RequestBodySizeLimiter(app, conf)
-    app = cors.CORS(app, conf)
+    conf.register_opts(cors.OPTS, group="cors")
+    if conf.cors.allowed_origin:
+        app = cors.CORS(app, conf)
+    app = request_log.RequestLog(app)
     app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
     app = request_id.RequestId(app)
     app = fault.FaultWrapper(app)

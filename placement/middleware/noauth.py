@@ -1,10 +1,19 @@
-"""``auth_strategy = noauth2``: trust the token to say who the caller is.
+"""``auth_strategy = noauth2``: the caller says who it is, nobody checks.
 
-``X-Auth-Token: <user>[:<project>]`` sets the user and project (the project
-defaults to the user).  The user ``admin`` always has the admin role; other
-roles come from ``X-Roles``.  A request without a token is refused with
-401, except for public paths such as the root document.  For development
-and tests only: it authenticates nobody.
+For development and tests only; it authenticates nobody.  It sets the same
+identity headers keystonemiddleware would, following OpenStack Placement's
+noauth2 so that test suites written for it behave the same here:
+
+* ``X-Auth-Token: <user>[:<project>]`` gives the user id and the project id;
+  the project defaults to the user.  A project id the client sent itself
+  in ``X-Project-Id`` takes precedence (the context prefers that header).
+* ``X-Roles`` (comma separated), when present, are the roles, exactly and
+  only those.  Without it the user ``admin`` has the ``admin`` role and
+  anyone else has none.
+* ``OpenStack-System-Scope: all`` makes a system-scoped token: no project
+  is derived from the token.
+* Without a token (header missing or empty) the answer is 401, except for
+  public paths such as the root document.
 """
 
 from __future__ import annotations
@@ -14,13 +23,12 @@ from typing import Any, Callable, Iterable
 from placement import errors
 from placement.middleware.errors import error_response
 
+WSGIApp = Callable[..., Iterable[bytes]]
+
 
 class NoAuthMiddleware:
-    def __init__(
-        self,
-        application: Callable[..., Iterable[bytes]],
-        is_public: Callable[[str], bool],
-    ) -> None:
+    def __init__(self, application: WSGIApp, is_public: Callable[[str], bool]
+                 ) -> None:
         self.application = application
         self.is_public = is_public
 
@@ -34,35 +42,16 @@ class NoAuthMiddleware:
             exc = errors.Unauthorized("No X-Auth-Token header was provided.")
             return error_response(environ, exc)(environ, start_response)
         user_id, _sep, project_id = token.partition(":")
-        project_id = project_id or user_id
-        roles = [r.strip() for r in environ.get("HTTP_X_ROLES", "").split(",")
-                 if r.strip()]
-        if user_id == "admin" and "admin" not in roles:
-            roles.append("admin")
+        if "HTTP_X_ROLES" in environ:
+            roles = environ["HTTP_X_ROLES"].split(",")
+        elif user_id == "admin":
+            roles = ["admin"]
+        else:
+            roles = []
         environ["HTTP_X_USER_ID"] = user_id
-        environ["HTTP_X_PROJECT_ID"] = project_id
-        environ["HTTP_X_TENANT_ID"] = project_id
+        if not environ.get("HTTP_OPENSTACK_SYSTEM_SCOPE"):
+            project_id = project_id or user_id
+            environ["HTTP_X_TENANT_ID"] = project_id
+            environ.setdefault("HTTP_X_PROJECT_ID", project_id)
         environ["HTTP_X_ROLES"] = ",".join(roles)
-        environ["HTTP_X_IDENTITY_STATUS"] = "Confirmed"
         return self.application(environ, start_response)
-
-
-class PublicPathBypass:
-    """Lets public paths skip an authenticating middleware (keystone)."""
-
-    def __init__(
-        self,
-        authenticated: Callable[..., Iterable[bytes]],
-        unauthenticated: Callable[..., Iterable[bytes]],
-        is_public: Callable[[str], bool],
-    ) -> None:
-        self.authenticated = authenticated
-        self.unauthenticated = unauthenticated
-        self.is_public = is_public
-
-    def __call__(
-        self, environ: dict[str, Any], start_response: Callable[..., Any]
-    ) -> Iterable[bytes]:
-        if self.is_public(environ.get("PATH_INFO", "/")):
-            return self.unauthenticated(environ, start_response)
-        return self.authenticated(environ, start_response)

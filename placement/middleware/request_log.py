@@ -1,9 +1,16 @@
 """One log line per request, written when the response starts.
 
 ``<remote> "<METHOD> <path>?<query>" status: <code> len: <bytes>
-microversion: <X.Y>``, logged with the request's context so that the user,
-project and request id appear through oslo.log's context format.  Headers
-(tokens!) and bodies are never logged.
+microversion: <X.Y>`` at INFO on the ``placement.requestlog`` logger, as
+OpenStack Placement writes it.  The record carries the request's context,
+so oslo.log's context format adds the request id, user and project.  A
+request refused before the application built a context (401, 413, a failed
+negotiation, a CORS preflight) is logged with a context holding only the
+request id, never with whatever context the thread saw last.  A request
+whose application raised is logged as 500 before the exception goes on to
+the fault barrier.
+
+Headers (tokens!) and bodies are never logged.
 """
 
 from __future__ import annotations
@@ -11,8 +18,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterable
 
+from oslo_context import context as oslo_context
+
 from placement import microversion
-from placement.middleware.errors import VERSION_ENVIRON
+from placement.middleware.errors import REQUEST_ID_ENVIRON, VERSION_ENVIRON
 
 LOG = logging.getLogger("placement.requestlog")
 CONTEXT_ENVIRON = "placement.context"
@@ -25,17 +34,36 @@ class RequestLog:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
+        logged = False
+
         def _start_response(status: str, headers: list[tuple[str, str]],
                             exc_info: Any = None) -> Any:
+            nonlocal logged
             length = next((value for name, value in headers
                            if name.lower() == "content-length"), "-")
-            self._log(environ, status, length)
+            if not logged:
+                self._log(environ, status, length)
+                logged = True
             return start_response(status, headers, exc_info)
 
-        return self.application(environ, _start_response)
+        try:
+            return self.application(environ, _start_response)
+        except Exception:
+            if not logged:
+                self._log(environ, "500 Internal Server Error", "-")
+            raise
 
     @staticmethod
-    def _log(environ: dict[str, Any], status: str, length: str) -> None:
+    def _context(environ: dict[str, Any]) -> oslo_context.RequestContext:
+        ctx = environ.get(CONTEXT_ENVIRON)
+        if ctx is None:
+            # overwrite=False: don't become the thread's current context.
+            ctx = oslo_context.RequestContext(
+                request_id=environ.get(REQUEST_ID_ENVIRON), overwrite=False)
+        return ctx
+
+    @classmethod
+    def _log(cls, environ: dict[str, Any], status: str, length: str) -> None:
         if not LOG.isEnabledFor(logging.INFO):
             return
         path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
@@ -53,6 +81,5 @@ class RequestLog:
                 "length": length,
                 "version": microversion.format_version(version) if version else "-",
             },
-            extra={"context": environ.get(CONTEXT_ENVIRON)} if environ.get(
-                CONTEXT_ENVIRON) else None,
+            extra={"context": cls._context(environ)},
         )

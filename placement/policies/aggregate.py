@@ -1,4 +1,4 @@
-"""Policy rules for aggregate URLs."""
+"""Policy rules for the aggregates of a resource provider."""
 
 from __future__ import annotations
 
@@ -9,21 +9,16 @@ from placement.policies import base
 LIST = "placement:resource_providers:aggregates:list"
 UPDATE = "placement:resource_providers:aggregates:update"
 
+_PATH = "/resource_providers/{uuid}/aggregates"
+
 
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
-        policy.DocumentedRuleDefault(
-            name=LIST,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="List the aggregates of a provider.",
-            operations=[{"method": "GET", "path": "/resource_providers/{uuid}/aggregates"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=UPDATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Replace the aggregates of a provider.",
-            operations=[{"method": "PUT", "path": "/resource_providers/{uuid}/aggregates"}],
-            scope_types=["project"],
-        ),
+        base.documented(LIST,
+                        "List the aggregates a resource provider belongs to.",
+                        ("GET", _PATH)),
+        base.documented(UPDATE,
+                        "Replace the aggregates a resource provider belongs "
+                        "to.",
+                        ("PUT", _PATH)),
     ]

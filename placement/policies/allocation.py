@@ -1,4 +1,4 @@
-"""Policy rules for allocation URLs."""
+"""Policy rules for allocations: of consumers, and against a provider."""
 
 from __future__ import annotations
 
@@ -12,42 +12,24 @@ ALLOC_UPDATE = "placement:allocations:update"
 ALLOC_DELETE = "placement:allocations:delete"
 RP_ALLOC_LIST = "placement:resource_providers:allocations:list"
 
+_CONSUMER = "/allocations/{consumer_uuid}"
+
 
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
-        policy.DocumentedRuleDefault(
-            name=ALLOC_LIST,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="List the allocations of a consumer.",
-            operations=[{"method": "GET", "path": "/allocations/{consumer_uuid}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=ALLOC_MANAGE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Set allocations of several consumers.",
-            operations=[{"method": "POST", "path": "/allocations"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=ALLOC_UPDATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Set the allocations of a consumer.",
-            operations=[{"method": "PUT", "path": "/allocations/{consumer_uuid}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=ALLOC_DELETE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Delete the allocations of a consumer.",
-            operations=[{"method": "DELETE", "path": "/allocations/{consumer_uuid}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=RP_ALLOC_LIST,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="List the allocations against a provider.",
-            operations=[{"method": "GET", "path": "/resource_providers/{uuid}/allocations"}],
-            scope_types=["project"],
-        ),
+        base.documented(ALLOC_MANAGE,
+                        "Write the allocations of several consumers at once.",
+                        ("POST", "/allocations")),
+        base.documented(ALLOC_LIST, "Show the allocations of a consumer.",
+                        ("GET", _CONSUMER)),
+        base.documented(ALLOC_UPDATE,
+                        "Replace the allocations of a consumer.",
+                        ("PUT", _CONSUMER)),
+        base.documented(ALLOC_DELETE,
+                        "Delete every allocation of a consumer.",
+                        ("DELETE", _CONSUMER)),
+        base.documented(RP_ALLOC_LIST,
+                        "List the allocations made against a resource "
+                        "provider.",
+                        ("GET", "/resource_providers/{uuid}/allocations")),
     ]

@@ -1,4 +1,4 @@
-"""Policy rules for allocation candidate URLs."""
+"""Policy rule for ``/allocation_candidates``."""
 
 from __future__ import annotations
 
@@ -11,11 +11,8 @@ LIST = "placement:allocation_candidates:list"
 
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
-        policy.DocumentedRuleDefault(
-            name=LIST,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="List allocation candidates.",
-            operations=[{"method": "GET", "path": "/allocation_candidates"}],
-            scope_types=["project"],
-        ),
+        base.documented(LIST,
+                        "Search for providers that can satisfy a request for "
+                        "resources and traits.",
+                        ("GET", "/allocation_candidates")),
     ]

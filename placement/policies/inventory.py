@@ -1,4 +1,4 @@
-"""Policy rules for inventory URLs."""
+"""Policy rules for the inventories of a resource provider."""
 
 from __future__ import annotations
 
@@ -12,42 +12,28 @@ SHOW = "placement:resource_providers:inventories:show"
 UPDATE = "placement:resource_providers:inventories:update"
 DELETE = "placement:resource_providers:inventories:delete"
 
+_ALL = "/resource_providers/{uuid}/inventories"
+_ONE = _ALL + "/{resource_class}"
+
 
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
-        policy.DocumentedRuleDefault(
-            name=LIST,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="List the inventories of a provider.",
-            operations=[{"method": "GET", "path": "/resource_providers/{uuid}/inventories"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=CREATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Create one inventory of a provider.",
-            operations=[{"method": "POST", "path": "/resource_providers/{uuid}/inventories"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=SHOW,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Show one inventory of a provider.",
-            operations=[{"method": "GET", "path": "/resource_providers/{uuid}/inventories/{resource_class}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=UPDATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Replace or update inventories of a provider.",
-            operations=[{"method": "PUT", "path": "/resource_providers/{uuid}/inventories"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=DELETE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Delete inventories of a provider.",
-            operations=[{"method": "DELETE", "path": "/resource_providers/{uuid}/inventories"}],
-            scope_types=["project"],
-        ),
+        base.documented(LIST, "List every inventory of a resource provider.",
+                        ("GET", _ALL)),
+        base.documented(CREATE,
+                        "Add the inventory of one resource class to a "
+                        "resource provider.",
+                        ("POST", _ALL)),
+        base.documented(SHOW,
+                        "Show the inventory of one resource class of a "
+                        "resource provider.",
+                        ("GET", _ONE)),
+        base.documented(UPDATE,
+                        "Replace all inventories of a resource provider, or "
+                        "the inventory of one resource class.",
+                        ("PUT", _ALL), ("PUT", _ONE)),
+        base.documented(DELETE,
+                        "Delete all inventories of a resource provider, or "
+                        "the inventory of one resource class.",
+                        ("DELETE", _ALL), ("DELETE", _ONE)),
     ]

@@ -1,4 +1,4 @@
-"""Policy rules for reshaper URLs."""
+"""Policy rule for ``/reshaper``."""
 
 from __future__ import annotations
 
@@ -11,11 +11,8 @@ RESHAPE = "placement:reshaper:reshape"
 
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
-        policy.DocumentedRuleDefault(
-            name=RESHAPE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Move inventories and allocations in one transaction.",
-            operations=[{"method": "POST", "path": "/reshaper"}],
-            scope_types=["project"],
-        ),
+        base.documented(RESHAPE,
+                        "Move inventories and allocations between resource "
+                        "providers in one atomic request.",
+                        ("POST", "/reshaper")),
     ]

@@ -1,4 +1,4 @@
-"""Policy rules for resource class URLs."""
+"""Policy rules for ``/resource_classes`` and ``/resource_classes/{name}``."""
 
 from __future__ import annotations
 
@@ -12,42 +12,19 @@ SHOW = "placement:resource_classes:show"
 UPDATE = "placement:resource_classes:update"
 DELETE = "placement:resource_classes:delete"
 
+_ONE = "/resource_classes/{name}"
+
 
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
-        policy.DocumentedRuleDefault(
-            name=LIST,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="List resource classes.",
-            operations=[{"method": "GET", "path": "/resource_classes"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=CREATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Create a custom resource class.",
-            operations=[{"method": "POST", "path": "/resource_classes"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=SHOW,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Show a resource class.",
-            operations=[{"method": "GET", "path": "/resource_classes/{name}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=UPDATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Create or rename a custom resource class.",
-            operations=[{"method": "PUT", "path": "/resource_classes/{name}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=DELETE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Delete a custom resource class.",
-            operations=[{"method": "DELETE", "path": "/resource_classes/{name}"}],
-            scope_types=["project"],
-        ),
+        base.documented(LIST, "List standard and custom resource classes.",
+                        ("GET", "/resource_classes")),
+        base.documented(CREATE, "Create a custom resource class.",
+                        ("POST", "/resource_classes")),
+        base.documented(SHOW, "Show one resource class.", ("GET", _ONE)),
+        base.documented(UPDATE,
+                        "Create (from 1.7) or rename a custom resource class.",
+                        ("PUT", _ONE)),
+        base.documented(DELETE, "Delete an unused custom resource class.",
+                        ("DELETE", _ONE)),
     ]

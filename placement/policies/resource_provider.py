@@ -1,4 +1,4 @@
-"""Policy rules for resource provider URLs."""
+"""Policy rules for ``/resource_providers`` and ``/resource_providers/{uuid}``."""
 
 from __future__ import annotations
 
@@ -12,42 +12,19 @@ SHOW = "placement:resource_providers:show"
 UPDATE = "placement:resource_providers:update"
 DELETE = "placement:resource_providers:delete"
 
+_ONE = "/resource_providers/{uuid}"
+
 
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
-        policy.DocumentedRuleDefault(
-            name=LIST,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="List resource providers.",
-            operations=[{"method": "GET", "path": "/resource_providers"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=CREATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Create a resource provider.",
-            operations=[{"method": "POST", "path": "/resource_providers"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=SHOW,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Show a resource provider.",
-            operations=[{"method": "GET", "path": "/resource_providers/{uuid}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=UPDATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Update a resource provider.",
-            operations=[{"method": "PUT", "path": "/resource_providers/{uuid}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=DELETE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Delete a resource provider.",
-            operations=[{"method": "DELETE", "path": "/resource_providers/{uuid}"}],
-            scope_types=["project"],
-        ),
+        base.documented(LIST, "List and filter resource providers.",
+                        ("GET", "/resource_providers")),
+        base.documented(CREATE, "Create a resource provider.",
+                        ("POST", "/resource_providers")),
+        base.documented(SHOW, "Show one resource provider.", ("GET", _ONE)),
+        base.documented(UPDATE,
+                        "Rename a resource provider or change its parent.",
+                        ("PUT", _ONE)),
+        base.documented(DELETE, "Delete a resource provider.",
+                        ("DELETE", _ONE)),
     ]

@@ -1,4 +1,4 @@
-"""Policy rules for trait URLs."""
+"""Policy rules for ``/traits`` and for the traits of a resource provider."""
 
 from __future__ import annotations
 
@@ -14,56 +14,25 @@ RP_TRAIT_LIST = "placement:resource_providers:traits:list"
 RP_TRAIT_UPDATE = "placement:resource_providers:traits:update"
 RP_TRAIT_DELETE = "placement:resource_providers:traits:delete"
 
+_ONE = "/traits/{name}"
+_PROVIDER = "/resource_providers/{uuid}/traits"
+
 
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
-        policy.DocumentedRuleDefault(
-            name=LIST,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="List traits.",
-            operations=[{"method": "GET", "path": "/traits"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=SHOW,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Show a trait.",
-            operations=[{"method": "GET", "path": "/traits/{name}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=UPDATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Create a custom trait.",
-            operations=[{"method": "PUT", "path": "/traits/{name}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=DELETE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Delete a custom trait.",
-            operations=[{"method": "DELETE", "path": "/traits/{name}"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=RP_TRAIT_LIST,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="List the traits of a provider.",
-            operations=[{"method": "GET", "path": "/resource_providers/{uuid}/traits"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=RP_TRAIT_UPDATE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Replace the traits of a provider.",
-            operations=[{"method": "PUT", "path": "/resource_providers/{uuid}/traits"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=RP_TRAIT_DELETE,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Remove all traits of a provider.",
-            operations=[{"method": "DELETE", "path": "/resource_providers/{uuid}/traits"}],
-            scope_types=["project"],
-        ),
+        base.documented(LIST, "List standard and custom traits.",
+                        ("GET", "/traits")),
+        base.documented(SHOW, "Check that a trait exists.", ("GET", _ONE)),
+        base.documented(UPDATE, "Create a custom trait.", ("PUT", _ONE)),
+        base.documented(DELETE, "Delete an unused custom trait.",
+                        ("DELETE", _ONE)),
+        base.documented(RP_TRAIT_LIST,
+                        "List the traits of a resource provider.",
+                        ("GET", _PROVIDER)),
+        base.documented(RP_TRAIT_UPDATE,
+                        "Replace the traits of a resource provider.",
+                        ("PUT", _PROVIDER)),
+        base.documented(RP_TRAIT_DELETE,
+                        "Remove every trait from a resource provider.",
+                        ("DELETE", _PROVIDER)),
     ]

@@ -1,4 +1,9 @@
-"""Policy rules for usage URLs."""
+"""Policy rules for usages: of one provider, and of a project.
+
+``placement:usages`` is checked against the project named in the query
+string (``GET /usages?project_id=...``), so that by default a reader of
+that project may see its usages and nobody else's.
+"""
 
 from __future__ import annotations
 
@@ -12,18 +17,14 @@ TOTAL_USAGES = "placement:usages"
 
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
-        policy.DocumentedRuleDefault(
-            name=PROVIDER_USAGES,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Show the usages of a provider.",
-            operations=[{"method": "GET", "path": "/resource_providers/{uuid}/usages"}],
-            scope_types=["project"],
-        ),
-        policy.DocumentedRuleDefault(
-            name=TOTAL_USAGES,
-            check_str=base.ADMIN_OR_SERVICE_API,
-            description="Show the usages of a project (and user).",
-            operations=[{"method": "GET", "path": "/usages"}],
-            scope_types=["project"],
-        ),
+        base.documented(PROVIDER_USAGES,
+                        "Show how much of each resource class of a resource "
+                        "provider is consumed.",
+                        ("GET", "/resource_providers/{uuid}/usages")),
+        base.documented(TOTAL_USAGES,
+                        "Show the resources consumed by a project, or by one "
+                        "user of it.  Admins and services may ask about any "
+                        "project, readers only about their own.",
+                        ("GET", "/usages"),
+                        check_str=base.ADMIN_OR_PROJECT_READER_OR_SERVICE_API),
     ]

@@ -12,12 +12,22 @@ Fixture classes:
 ``LegacyPolicyFixture``
     as APIFixture with ``[oslo_policy] enforce_new_defaults = False`` and
     ``enforce_scope = False``: the deprecated rules still apply.
-``OpenPolicyFixture`` / ``ClosedPolicyFixture``
-    as APIFixture with an operator policy file that opens
-    ``placement:resource_providers:list`` to everyone / closes
-    ``placement:traits:list`` to everyone.
+``OpenPolicyFixture``
+    as APIFixture with an operator policy file (YAML) that opens every
+    ``placement:*`` rule to everyone.
+``ClosedPolicyFixture``
+    as APIFixture with an operator policy file (JSON) that closes every
+    ``placement:*`` rule to everyone, admins included.
+``OperatorRolePolicyFixture``
+    as APIFixture with an operator policy file redefining the base rule
+    ``admin_or_service_api`` as ``role:placement_operator``.
 ``CORSFixture``
     as APIFixture with ``[cors] allowed_origin = http://valid.example.com``.
+``BehindProxyFixture``
+    as APIFixture with ``[oslo_middleware] enable_proxy_headers_parsing =
+    True``.
+``SmallBodyLimitFixture``
+    as APIFixture with ``[oslo_middleware] max_request_body_size = 128``.
 ``RandomizedCandidatesFixture`` / ``CappedCandidatesFixture``
     ``[placement] randomize_allocation_candidates = True`` /
     ``max_allocation_candidates = 2``.
@@ -26,6 +36,7 @@ Fixture classes:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import types
@@ -67,10 +78,21 @@ def make_conf(url: str, **overrides: dict[str, Any]) -> cfg.ConfigOpts:
     conf = placement_conf.load(default_config_files=[])
     conf.set_override("auth_strategy", "noauth2", group="api")
     conf.set_override("connection", url, group="placement_database")
+    _register_middleware_opts(conf)
     for group, options in overrides.items():
         for name, value in options.items():
             conf.set_override(name, value, group=group)
     return conf
+
+
+def _register_middleware_opts(conf: cfg.ConfigOpts) -> None:
+    """The oslo.middleware option groups, which the middleware registers
+    only when the application is built, so that fixtures can override them."""
+    from oslo_middleware import cors, http_proxy_to_wsgi, sizelimit
+
+    conf.register_opts(cors.OPTS, group="cors")
+    conf.register_opts(http_proxy_to_wsgi.OPTS, group="oslo_middleware")
+    conf.register_opts(sizelimit.OPTS, group="oslo_middleware")
 
 
 class APIFixture(fixture.GabbiFixture):
@@ -104,28 +126,54 @@ class LegacyPolicyFixture(APIFixture):
                                 "enforce_scope": False}}
 
 
-def _policy_file(workdir: str, text: str) -> str:
-    path = os.path.join(workdir, "policy.yaml")
+def _policy_file(workdir: str, name: str, text: str) -> str:
+    path = os.path.join(workdir, name)
     with open(path, "w") as handle:
         handle.write(text)
     return path
 
 
+def _resource_rule_names() -> list[str]:
+    from placement import policies
+
+    return [rule.name for rule in policies.list_rules()
+            if rule.name.startswith("placement:")]
+
+
 class OpenPolicyFixture(APIFixture):
     def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
-        path = _policy_file(workdir, '"placement:resource_providers:list": "@"\n')
+        text = "".join('"%s": "@"\n' % name for name in _resource_rule_names())
+        path = _policy_file(workdir, "policy.yaml", text)
         return {"oslo_policy": {"policy_file": path}}
 
 
 class ClosedPolicyFixture(APIFixture):
     def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
-        path = _policy_file(workdir, '"placement:traits:list": "!"\n')
+        text = json.dumps({name: "!" for name in _resource_rule_names()})
+        path = _policy_file(workdir, "policy.json", text)
+        return {"oslo_policy": {"policy_file": path}}
+
+
+class OperatorRolePolicyFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        path = _policy_file(workdir, "policy.yaml",
+                            '"admin_or_service_api": "role:placement_operator"\n')
         return {"oslo_policy": {"policy_file": path}}
 
 
 class CORSFixture(APIFixture):
     def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
         return {"cors": {"allowed_origin": ["http://valid.example.com"]}}
+
+
+class BehindProxyFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        return {"oslo_middleware": {"enable_proxy_headers_parsing": True}}
+
+
+class SmallBodyLimitFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        return {"oslo_middleware": {"max_request_body_size": 128}}
 
 
 class RandomizedCandidatesFixture(APIFixture):
@@ -139,7 +187,9 @@ class CappedCandidatesFixture(APIFixture):
 
 
 _FIXTURES = (APIFixture, LegacyPolicyFixture, OpenPolicyFixture,
-             ClosedPolicyFixture, CORSFixture, RandomizedCandidatesFixture,
+             ClosedPolicyFixture, OperatorRolePolicyFixture, CORSFixture,
+             BehindProxyFixture, SmallBodyLimitFixture,
+             RandomizedCandidatesFixture,
              CappedCandidatesFixture)
 
 
