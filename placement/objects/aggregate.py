@@ -17,7 +17,6 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement import exceptions
-from placement.db import api as db_api
 from placement.db import tables
 from placement.objects import resource_provider
 
@@ -91,14 +90,12 @@ def set_for_provider(ctx: RequestContext, uuid: str, aggregates: Iterable[str],
 def _replace(ctx: RequestContext, uuid: str, wanted: list[str],
              expected: int | None) -> ProviderAggregates:
     with _database(ctx).writer() as conn:
+        _lock_provider(conn, uuid)
         provider = resource_provider.get_by_uuid_in(conn, uuid)
         generation = provider.generation
         if expected is not None:
             if provider.generation != expected:
                 raise exceptions.ProviderConcurrentUpdate()
-            # Bumping first takes the provider's row lock: a concurrent
-            # writer waits here and then fails the generation check.
-            db_api.lock_providers(conn, [provider.id])
             generation = resource_provider.bump_generation(conn, provider, expected)
         current = _of_provider(conn, provider.id)
         gone = [id_ for agg, id_ in current.items() if agg not in wanted]
@@ -114,6 +111,20 @@ def _replace(ctx: RequestContext, uuid: str, wanted: list[str],
                 {"resource_provider_id": provider.id, "aggregate_id": ids[agg],
                  "created_at": now} for agg in added])
     return ProviderAggregates(generation, wanted)
+
+
+def _lock_provider(conn: sa.engine.Connection, uuid: str) -> None:
+    """Lock the provider's row before reading anything else.
+
+    Writers of one provider's aggregates then run one after the other, and
+    each reads the links the previous one committed: before 1.19 there is
+    no generation check to stop a writer working from a stale list (under
+    MySQL's REPEATABLE READ the snapshot is taken at the first plain read,
+    hence the lock comes first).  SQLite has no row locks: BEGIN IMMEDIATE
+    already serialises writers there.
+    """
+    rp = tables.resource_providers
+    conn.execute(sa.select(rp.c.id).where(rp.c.uuid == uuid).with_for_update()).all()
 
 
 def _ensure_aggregates(conn: sa.engine.Connection, uuids: list[str]
