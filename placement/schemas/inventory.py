@@ -6,8 +6,7 @@ checked by the handler, whose message depends on the microversion.
 
 from __future__ import annotations
 
-from placement.schemas.common import (
-    GENERATION, MAX_INT, RESOURCE_CLASS, Schema, obj)
+from placement.schemas.common import GENERATION, MAX_INT, RESOURCE_CLASS, Schema
 
 # The largest single precision float: allocation_ratio is stored as FLOAT.
 FLOAT_MAX = 3.40282e+38
@@ -26,26 +25,37 @@ FIELDS: dict[str, Schema] = {
     "allocation_ratio": {"type": "number", "maximum": FLOAT_MAX},
 }
 
+
+def _record(required: list[str], **extra: Schema) -> Schema:
+    return {
+        "type": "object",
+        "properties": {"resource_provider_generation": GENERATION,
+                       **extra, **FIELDS},
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
 # PUT /resource_providers/{uuid}/inventories/{resource_class}
-UPDATE: Schema = obj(required=["total", "resource_provider_generation"],
-                     resource_provider_generation=GENERATION, **FIELDS)
+UPDATE: Schema = _record(["total", "resource_provider_generation"])
 
 # POST /resource_providers/{uuid}/inventories: the generation may be sent
 # but is not required (nor compared).
-CREATE: Schema = obj(required=["total", "resource_class"],
-                     resource_provider_generation=GENERATION,
-                     resource_class=RESOURCE_CLASS, **FIELDS)
+CREATE: Schema = _record(["total", "resource_class"],
+                         resource_class=RESOURCE_CLASS)
 
 # PUT /resource_providers/{uuid}/inventories: one record per class.  Keys
 # that do not look like class names are not validated here; they fail as
 # unknown resource classes.
-_RECORD: Schema = obj(required=["total"],
-                      resource_provider_generation=GENERATION, **FIELDS)
-REPLACE: Schema = obj(
-    required=["resource_provider_generation", "inventories"],
-    resource_provider_generation=GENERATION,
-    inventories={
-        "type": "object",
-        "patternProperties": {RESOURCE_CLASS["pattern"]: _RECORD},
+REPLACE: Schema = {
+    "type": "object",
+    "properties": {
+        "resource_provider_generation": GENERATION,
+        "inventories": {
+            "type": "object",
+            "patternProperties": {RESOURCE_CLASS["pattern"]: _record(["total"])},
+        },
     },
-)
+    "required": ["resource_provider_generation", "inventories"],
+    "additionalProperties": False,
+}
