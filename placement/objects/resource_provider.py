@@ -22,7 +22,6 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement import exceptions
-from placement.db import api as db_api
 from placement.db import tables
 from placement.objects import resource_class as rc_obj
 from placement.objects import trait as trait_obj
@@ -153,6 +152,21 @@ def bump_generation(conn: sa.engine.Connection, provider: ResourceProvider,
     return expected + 1
 
 
+def _lock_uuids_in(conn: sa.engine.Connection, uuids: Iterable[str]) -> None:
+    """Row locks on these providers (those that exist), in id order.
+
+    Taken as the first statement of a tree change, so that creating a child
+    waits for a concurrent delete of its parent (and then finds it gone),
+    and a delete that waited sees the children created meanwhile: under
+    MySQL's REPEATABLE READ the snapshot of later reads starts after the
+    lock is granted.  SQLite has no row locks; its writers are serialised
+    by the database lock already.
+    """
+    conn.execute(
+        sa.select(_RP.c.id).where(_RP.c.uuid.in_(sorted(set(uuids))))
+        .order_by(_RP.c.id).with_for_update()).all()
+
+
 def create(ctx: Any, name: str, uuid: str | None = None,
            parent_uuid: str | None = None) -> ResourceProvider:
     """A new provider, root of its own tree unless ``parent_uuid`` is given.
@@ -170,6 +184,8 @@ def create(ctx: Any, name: str, uuid: str | None = None,
             reason="parent provider UUID cannot be same as UUID. Please set "
                    "parent provider UUID to None if there is no parent.")
     with ctx.db.writer() as conn:
+        if parent_uuid is not None:
+            _lock_uuids_in(conn, [parent_uuid])
         parent = _parent_in(conn, parent_uuid, action="create")
         values = {"uuid": uuid, "name": name, "generation": 0,
                   "created_at": utcnow()}
@@ -235,6 +251,8 @@ def update(ctx: Any, uuid: str, name: str, parent_uuid: Any = UNSET,
     and allocations, not the name or the tree.
     """
     with ctx.db.writer() as conn:
+        new_parent = [] if parent_uuid in (UNSET, None) else [parent_uuid]
+        _lock_uuids_in(conn, [uuid] + new_parent)
         provider = get_by_uuid_in(conn, uuid)
         values: dict[str, Any] = {"name": name, "updated_at": utcnow()}
         subtree: set[int] = set()
@@ -288,10 +306,11 @@ def delete(ctx: Any, uuid: str) -> None:
     Raises ProviderNotFound, ProviderHasChildren, ProviderInUse.
     """
     with ctx.db.writer() as conn:
-        provider = get_by_uuid_in(conn, uuid)
         # Allocation writers lock the providers they allocate from; taking
-        # the same lock keeps an allocation from landing during the delete.
-        db_api.lock_providers(conn, [provider.id])
+        # the same lock keeps an allocation (or a child) from landing
+        # during the delete.
+        _lock_uuids_in(conn, [uuid])
+        provider = get_by_uuid_in(conn, uuid)
         if conn.execute(sa.select(_RP.c.id).where(
                 _RP.c.parent_provider_id == provider.id).limit(1)).first():
             raise exceptions.ProviderHasChildren()
