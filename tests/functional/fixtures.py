@@ -118,6 +118,10 @@ class APIFixture(fixture.GabbiFixture):
     def stop_fixture(self) -> None:
         CURRENT.app = None
         self._stack.close()
+        # Overrides of options in groups placement.conf registers as shared
+        # OptGroup objects are visible to every later ConfigOpts; drop them
+        # so they do not leak into the next file's configuration.
+        self.conf.reset()
 
 
 class LegacyPolicyFixture(APIFixture):
