@@ -4,7 +4,8 @@ The option and the counting reader are oslo.middleware's ``sizelimit``; the
 difference is the answer, a placement JSON error (413) like every other
 error rather than webob's page.  A declared ``Content-Length`` over the
 limit is refused before anything reads the body; a body without one
-(chunked) is counted as the handler reads it.
+(chunked, which the WSGI server marks with ``wsgi.input_terminated``) is
+counted as the handler reads it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ class BodySizeLimit:
                 declared = None
             if declared is not None and declared > self.limit:
                 return self._too_large(environ, start_response)
-        elif environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
+        elif environ.get("wsgi.input_terminated") or environ.get(
+                "HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
+            # No declared length, but the server says the input ends (a
+            # chunked body): count what the handler reads.
             environ["wsgi.input"] = sizelimit.LimitingReader(
                 environ["wsgi.input"], self.limit)
         try:
