@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from typing import Iterator
 
 import sqlalchemy as sa
@@ -30,7 +31,9 @@ from oslo_db.sqlalchemy import enginefacade
 
 LOG = logging.getLogger(__name__)
 
-_WRITE_OPTION = "placement_writer"
+# Execution option marking a connection whose transactions write (SQLite
+# then starts them with BEGIN IMMEDIATE).
+WRITE_OPTION = "placement_writer"
 # How long a SQLite writer waits for the database lock, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 
@@ -118,14 +121,23 @@ class Database:
         facade.configure(**{k: v for k, v in options.items() if v is not None})
         self._facade = facade
         self._engine: sa.engine.Engine | None = None
+        self._engine_lock = threading.Lock()
 
     @property
     def engine(self) -> sa.engine.Engine:
+        """The engine, created on first use (and again after a failed try:
+        a database that is down when the first request comes is retried)."""
         if self._engine is None:
-            engine = self._facade.writer.get_engine()
-            if engine.dialect.name == "sqlite":
-                _tune_sqlite(engine)
-            self._engine = engine
+            with self._engine_lock:
+                if self._engine is None:
+                    engine = self._facade.writer.get_engine()
+                    if engine.dialect.name == "sqlite":
+                        _tune_sqlite(engine)
+                        # oslo.db already opened (and pooled) a connection to
+                        # test the URL, before our connect listener existed;
+                        # drop it so that every connection gets the pragmas.
+                        engine.dispose()
+                    self._engine = engine
         return self._engine
 
     @property
@@ -142,7 +154,7 @@ class Database:
     @contextlib.contextmanager
     def writer(self) -> Iterator[sa.engine.Connection]:
         with self.engine.connect() as conn:
-            conn.execution_options(**{_WRITE_OPTION: True})
+            conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():
                 yield conn
 
@@ -179,15 +191,24 @@ def _tune_sqlite(engine: sa.engine.Engine) -> None:
             cursor.execute("PRAGMA journal_mode = WAL")
         cursor.close()
 
-    # Runs before oslo.db's own BEGIN listener, which then sees the
-    # transaction already open and does nothing.
-    @sa.event.listens_for(engine, "begin", insert=True)
     def _on_begin(conn):  # type: ignore[no-untyped-def]
         if "in_transaction" in conn.info:
             return
-        if conn.get_execution_options().get(_WRITE_OPTION):
+        if conn.get_execution_options().get(WRITE_OPTION):
             conn.exec_driver_sql("BEGIN IMMEDIATE")
             conn.info["in_transaction"] = True
+
+    # Ours must run before oslo.db's own BEGIN listener, which then sees the
+    # transaction open and does nothing.  ``insert=True`` does not promise
+    # that order here (oslo.db's listener still ran first, and writers began
+    # with a plain deferred BEGIN), so take the others off and put them back
+    # after ours.
+    earlier = list(engine.dispatch.begin)
+    for listener in earlier:
+        sa.event.remove(engine, "begin", listener)
+    sa.event.listen(engine, "begin", _on_begin)
+    for listener in earlier:
+        sa.event.listen(engine, "begin", listener)
 
 
 def lock_providers(conn: sa.engine.Connection, provider_ids: list[int]) -> None:

@@ -4,13 +4,18 @@
 resource classes (os-resource-classes) and traits (os-traits) into their
 tables.  Both steps are idempotent, so ``placement-manage db sync`` and
 ``sync_on_startup`` may run any number of times, from several workers at
-once: a worker that loses the race to create a table or a row carries on.
+once: schema changes are serialised by a database-wide lock (an advisory
+lock on PostgreSQL, a named lock on MySQL, the write lock on SQLite), so a
+worker that comes second finds the schema migrated and does nothing, and a
+worker that loses the race to insert a standard name looks again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from typing import Iterator
 
 import os_resource_classes
 import os_traits
@@ -21,7 +26,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from oslo_db import exception as db_exc
 
-from placement.db import tables
+from placement.db import api, tables
 from placement.db.api import Database
 
 LOG = logging.getLogger(__name__)
@@ -46,17 +51,54 @@ def current_revision(db: Database) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+# Any constant shared by every placement process; the name says what it is for.
+_LOCK_NAME = "placement_schema_migration"
+_PG_LOCK_KEY = 0x706C6163  # "plac"
+_LOCK_WAIT_SECONDS = 600
+
+
+@contextlib.contextmanager
+def _exclusive(conn: sa.engine.Connection) -> Iterator[None]:
+    """Hold the database-wide migration lock on ``conn`` for the block."""
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        # The whole migration in one BEGIN IMMEDIATE transaction (SQLite's
+        # DDL is transactional); alembic sees it as the caller's transaction.
+        conn.execution_options(**{api.WRITE_OPTION: True})
+        with conn.begin():
+            yield
+    elif dialect == "postgresql":
+        conn.exec_driver_sql("SELECT pg_advisory_lock(%d)" % _PG_LOCK_KEY)
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.rollback()
+            conn.exec_driver_sql("SELECT pg_advisory_unlock(%d)" % _PG_LOCK_KEY)
+            conn.commit()
+    elif dialect == "mysql":
+        got = conn.exec_driver_sql(
+            "SELECT GET_LOCK('%s', %d)" % (_LOCK_NAME, _LOCK_WAIT_SECONDS)).scalar()
+        conn.commit()
+        if got != 1:
+            raise RuntimeError("timed out waiting for another schema migration")
+        try:
+            yield
+        finally:
+            conn.rollback()
+            conn.exec_driver_sql("SELECT RELEASE_LOCK('%s')" % _LOCK_NAME)
+            conn.commit()
+    else:
+        yield
+
+
 def upgrade(db: Database, revision: str = "head") -> None:
     """Bring the schema to ``revision`` and sync the standard names."""
-    try:
-        with db.engine.connect() as conn:
+    with db.engine.connect() as conn:
+        with _exclusive(conn):
             alembic_command.upgrade(_alembic_config(conn), revision)
-            conn.commit()
-    except (db_exc.DBDuplicateEntry, db_exc.DBError) as exc:
-        # Another process migrating the same database at the same moment.
-        if current_revision(db) != head_revision():
-            raise
-        LOG.info("schema was migrated concurrently: %s", exc)
+            if conn.in_transaction():
+                conn.commit()
     sync_standard_names(db)
 
 

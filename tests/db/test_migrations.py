@@ -1,0 +1,130 @@
+"""The alembic chain builds exactly ``placement/db/tables.py``, on every backend.
+
+Each test gets a new, empty database on its backend (SQLite file, or a
+throwaway database on the PostgreSQL / MariaDB server; see tests/backends).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from typing import Iterator
+
+import os_resource_classes
+import os_traits
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from placement.db import migration, tables
+from placement.db.api import Database
+from tests import backends
+from tests.functional.fixtures import make_conf
+
+BACKENDS = ["sqlite", "postgresql", "mysql"]
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_db(request: pytest.FixtureRequest) -> Iterator[Database]:
+    backends.require(request.param)
+    with backends.fresh_database(request.param) as url:
+        db = Database(make_conf(url))
+        try:
+            yield db
+        finally:
+            db.dispose()
+
+
+def _differences(db: Database) -> list[object]:
+    with db.engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "compare_server_default": True})
+        return list(compare_metadata(context, tables.metadata))
+
+
+def _names(db: Database, table: sa.Table) -> list[str]:
+    with db.reader() as conn:
+        return sorted(conn.execute(sa.select(table.c.name)).scalars())
+
+
+def test_migrated_schema_equals_the_table_definitions(empty_db: Database) -> None:
+    migration.upgrade(empty_db)
+    assert _differences(empty_db) == []
+
+
+def test_the_comparison_sees_differences(empty_db: Database) -> None:
+    # Guards the test above: an empty database differs by every table.
+    differences = _differences(empty_db)
+    added = {diff[1].name for diff in differences
+             if isinstance(diff, tuple) and diff[0] == "add_table"}
+    assert added == set(tables.metadata.tables)
+
+
+def test_upgrade_reaches_the_head_revision(empty_db: Database) -> None:
+    assert migration.current_revision(empty_db) is None
+    migration.upgrade(empty_db)
+    head = migration.head_revision()
+    assert head is not None
+    assert migration.current_revision(empty_db) == head
+
+
+def test_standard_classes_and_traits_are_synced(empty_db: Database) -> None:
+    migration.upgrade(empty_db)
+    assert set(os_resource_classes.STANDARDS) <= set(_names(empty_db, tables.resource_classes))
+    assert set(os_traits.get_traits()) <= set(_names(empty_db, tables.traits))
+
+
+def test_sync_is_idempotent(empty_db: Database) -> None:
+    migration.upgrade(empty_db)
+    classes = _names(empty_db, tables.resource_classes)
+    traits = _names(empty_db, tables.traits)
+    with empty_db.writer() as conn:
+        conn.execute(tables.traits.insert().values(name="CUSTOM_KEPT"))
+    migration.upgrade(empty_db)
+    migration.upgrade(empty_db)
+    assert migration.current_revision(empty_db) == migration.head_revision()
+    assert _names(empty_db, tables.resource_classes) == classes
+    assert _names(empty_db, tables.traits) == sorted(traits + ["CUSTOM_KEPT"])
+    assert _differences(empty_db) == []
+
+
+def test_sync_restores_missing_standard_names(empty_db: Database) -> None:
+    migration.upgrade(empty_db)
+    with empty_db.writer() as conn:
+        conn.execute(tables.resource_classes.delete().where(
+            tables.resource_classes.c.name == "VCPU"))
+        conn.execute(tables.traits.delete().where(
+            tables.traits.c.name == "HW_CPU_X86_AVX2"))
+    migration.upgrade(empty_db)
+    assert "VCPU" in _names(empty_db, tables.resource_classes)
+    assert "HW_CPU_X86_AVX2" in _names(empty_db, tables.traits)
+
+
+def _sync_in_process(url: str) -> None:
+    db = Database(make_conf(url))
+    try:
+        migration.upgrade(db)
+    finally:
+        db.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concurrent_syncs_both_succeed(backend: str) -> None:
+    # Several API workers with sync_on_startup start at the same moment.
+    backends.require(backend)
+    with backends.fresh_database(backend) as url:
+        ctx = multiprocessing.get_context("spawn")
+        workers = [ctx.Process(target=_sync_in_process, args=(url,)) for _ in range(3)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(120)
+        assert [worker.exitcode for worker in workers] == [0, 0, 0]
+        db = Database(make_conf(url))
+        try:
+            assert migration.current_revision(db) == migration.head_revision()
+            assert _differences(db) == []
+            classes = _names(db, tables.resource_classes)
+            assert len(classes) == len(set(classes)) == len(os_resource_classes.STANDARDS)
+        finally:
+            db.dispose()
