@@ -1,0 +1,80 @@
+"""Allocation candidates: which providers could satisfy a request, and how.
+
+:func:`find` is the one entry point: it checks the names the query uses,
+loads the trees that can take part (:mod:`.search`, a few queries), and
+combines their providers into candidates in memory (:mod:`.assemble`),
+producing no more of them than the answer needs.  :mod:`.summary` says
+which providers the answer describes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from placement import exceptions
+from placement.objects.candidates import assemble, search
+from placement.objects.candidates.assemble import Choice, Combination
+from placement.objects.candidates.trees import SHARING_TRAIT, Forest, Inventory, Provider
+from placement.request_groups import CandidateQuery
+
+__all__ = ["Candidates", "Choice", "Combination", "Forest", "Inventory",
+           "Provider", "find"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidates:
+    """The chosen combinations (one :class:`Choice` per request group, in
+    the query's group order) and the forest they were built from, which
+    callers only read."""
+
+    combinations: tuple[Combination, ...]
+    forest: Forest
+    query: CandidateQuery
+
+
+def _check_names(query: CandidateQuery, classes: dict[str, int],
+                 traits: dict[str, int]) -> None:
+    # The first unknown class in request order, then every unknown trait:
+    # root_required's before the groups'.
+    for name in query.resource_class_names:
+        if name not in classes:
+            raise exceptions.ResourceClassNotFound(name=name)
+    for names in [query.root_required | query.root_forbidden] + [
+            group.trait_names for group in query.groups]:
+        missing = sorted(names - set(traits))
+        if missing:
+            raise exceptions.TraitNotFound(names=", ".join(missing))
+
+
+def find(ctx: Any, query: CandidateQuery, *, limit: int | None = None,
+         randomize: bool = False, max_candidates: int = -1,
+         strategy: str = assemble.DEPTH_FIRST, nested: bool = True
+         ) -> Candidates:
+    """The allocation candidates for ``query``.
+
+    Raises ResourceClassNotFound or TraitNotFound for unknown names.
+    ``limit`` defaults to the query's own.  Without ``nested`` (before
+    microversion 1.29) a candidate uses at most one provider of a tree
+    besides sharing providers.
+    """
+    trait_names: set[str] = set(query.root_required | query.root_forbidden)
+    for group in query.groups:
+        trait_names |= group.trait_names
+    with ctx.db.reader() as conn:
+        classes, traits = search.check_names(
+            conn, query.resource_class_names, sorted(trait_names))
+        _check_names(query, classes, traits)
+        smallest: dict[int, int] = {}
+        for group in query.groups:
+            for name, amount in group.resources:
+                class_id = classes[name]
+                smallest[class_id] = min(amount, smallest.get(class_id, amount))
+        roots = search.candidate_roots(conn, smallest, traits.get(SHARING_TRAIT))
+        needs_aggregates = any(g.member_of or g.not_member_of for g in query.groups)
+        forest = search.load_forest(conn, roots, needs_aggregates)
+    assembler = assemble.Assembler(forest, query, nested)
+    combinations = assemble.select(
+        assembler, limit=query.limit if limit is None else limit,
+        randomize=randomize, max_candidates=max_candidates, strategy=strategy)
+    return Candidates(tuple(combinations), forest, query)

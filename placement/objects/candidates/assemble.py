@@ -1,0 +1,365 @@
+"""Combining providers into allocation candidates, in memory and lazily.
+
+Terms:
+
+*anchor*
+    the root of the tree a candidate is built around.  A tree provider
+    serves only its own tree; a sharing provider also serves every tree
+    that has a provider in one of its aggregates, so it appears under
+    several anchors.
+*choice*
+    one way to satisfy one request group under one anchor: the unnumbered
+    group picks one provider per requested class among the tree and its
+    sharing providers; a suffixed group picks a single provider.
+
+A candidate is one choice per group under the same anchor such that the
+amounts summed per provider fit, ``group_policy=isolate`` keeps suffixed
+groups on distinct providers, every ``same_subtree`` holds and the anchor
+satisfies ``root_required``.
+
+Candidates are produced by generators, anchor by anchor in root id order
+(``depth-first``) or one per anchor in turn (``breadth-first``), each
+anchor's by backtracking over the groups in order.  Nothing is computed
+for an anchor before it is reached, so ``limit`` and
+``max_allocation_candidates`` bound the work, not only the answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Callable, Iterator, NamedTuple
+
+from placement.objects.candidates.trees import Forest, Provider
+from placement.request_groups import CandidateQuery, RequestGroup
+
+DEPTH_FIRST = "depth-first"
+BREADTH_FIRST = "breadth-first"
+
+
+class Choice(NamedTuple):
+    """One way to satisfy a group: ``(provider id, class, amount)`` triples
+    and the providers the group uses (for mappings, isolation and
+    same_subtree)."""
+
+    allocations: tuple[tuple[int, str, int], ...]
+    providers: tuple[int, ...]
+
+
+# One choice per request group, in the order of the query's groups.
+Combination = tuple[Choice, ...]
+
+
+def _has_traits(traits: set[str], group: RequestGroup) -> bool:
+    return all(not any_of.isdisjoint(traits) for any_of in group.required)
+
+
+def _in_aggregates(aggregates: set[str], group: RequestGroup) -> bool:
+    return (all(not any_of.isdisjoint(aggregates) for any_of in group.member_of)
+            and group.not_member_of.isdisjoint(aggregates))
+
+
+def _tree_of(forest: Forest, group: RequestGroup) -> int | None | bool:
+    """The root ``in_tree`` names, None without in_tree, False if unknown."""
+    if group.in_tree is None:
+        return None
+    for provider in forest.providers.values():
+        if provider.uuid == group.in_tree:
+            return provider.root_id
+    return False
+
+
+class _GroupSearch:
+    """The choices of one group, computed per anchor when first needed."""
+
+    def __init__(self, forest: Forest, group: RequestGroup) -> None:
+        self.forest = forest
+        self.group = group
+        self._cache: dict[int, list[Choice]] = {}
+        # Per requested class, the providers able to serve it, by anchor.
+        self._servers: list[dict[int, list[int]]] = []
+        tree = _tree_of(forest, group)
+        if tree is False:
+            self.anchors: set[int] = set()
+            return
+        if group.is_unnumbered:
+            self._find_unnumbered_servers(tree)
+        else:
+            self._find_single_servers(tree)
+
+    def _find_single_servers(self, tree: int | None | bool) -> None:
+        group = self.group
+        by_anchor: dict[int, list[int]] = {}
+        positive = bool(group.required or group.member_of)
+        for provider in self.forest.providers.values():
+            if group.resources:
+                if tree is not None and provider.root_id != tree:
+                    continue
+                inventories = provider.inventories
+                if not all(name in inventories and inventories[name].fits(amount)
+                           for name, amount in group.resources):
+                    continue
+            elif not positive:
+                # A resourceless group only finds providers by what they
+                # have; forbidding alone selects nothing.
+                continue
+            if (not _has_traits(provider.traits, group)
+                    or not group.forbidden.isdisjoint(provider.traits)
+                    or not _in_aggregates(provider.aggregates, group)):
+                continue
+            for anchor in self.forest.roots_of(provider):
+                by_anchor.setdefault(anchor, []).append(provider.id)
+        self._servers = [by_anchor]
+        self.anchors = set(by_anchor)
+
+    def _serves_anchor(self, provider: Provider, anchor: int) -> bool:
+        """Aggregate rules of the unnumbered group for one provider serving
+        the tree of ``anchor``.
+
+        A tree provider is a member of what it or its root is a member of; a
+        sharing provider serving another tree must be a member itself.  A
+        forbidden aggregate of the provider or of the anchor excludes it.
+        """
+        group = self.group
+        providers = self.forest.providers
+        if group.member_of and not _in_aggregates(provider.aggregates, group):
+            if anchor != provider.root_id or not _in_aggregates(
+                    providers[anchor].aggregates, group):
+                return False
+        if group.not_member_of and not (
+                group.not_member_of.isdisjoint(provider.aggregates)
+                and group.not_member_of.isdisjoint(providers[anchor].aggregates)):
+            return False
+        return True
+
+    def _find_unnumbered_servers(self, tree: int | None | bool) -> None:
+        group = self.group
+        servers: list[dict[int, list[int]]] = [{} for _ in group.resources]
+        check_aggregates = bool(group.member_of or group.not_member_of)
+        for provider in self.forest.providers.values():
+            inventories = provider.inventories
+            fitting = [index for index, (name, amount)
+                       in enumerate(group.resources)
+                       if name in inventories and inventories[name].fits(amount)]
+            if not fitting or not group.forbidden.isdisjoint(provider.traits):
+                continue
+            if tree is None:
+                anchors = self.forest.roots_of(provider)
+            elif provider.root_id == tree:
+                # in_tree keeps the group inside one tree: no sharing.
+                anchors = [tree]
+            else:
+                continue
+            for anchor in anchors:
+                if check_aggregates and not self._serves_anchor(provider, anchor):
+                    continue
+                for index in fitting:
+                    servers[index].setdefault(anchor, []).append(provider.id)
+        self._servers = servers
+        anchors_set = set(servers[0])
+        for by_anchor in servers[1:]:
+            anchors_set &= set(by_anchor)
+        self.anchors = anchors_set
+
+    def choices(self, anchor: int) -> list[Choice]:
+        cached = self._cache.get(anchor)
+        if cached is None:
+            if self.group.is_unnumbered:
+                cached = self._unnumbered_choices(anchor)
+            else:
+                cached = self._single_choices(anchor)
+            self._cache[anchor] = cached
+        return cached
+
+    def _single_choices(self, anchor: int) -> list[Choice]:
+        resources = self.group.resources
+        return [Choice(tuple((pid, name, amount) for name, amount in resources),
+                       (pid,))
+                for pid in self._servers[0].get(anchor, ())]
+
+    def _unnumbered_choices(self, anchor: int) -> list[Choice]:
+        group = self.group
+        providers = self.forest.providers
+        resources = group.resources
+        options = [by_anchor.get(anchor, []) for by_anchor in self._servers]
+        choices = []
+        for picked in itertools.product(*options):
+            used = tuple(dict.fromkeys(picked))
+            if group.required:
+                # The providers of the candidate together have the traits.
+                traits: set[str] = set()
+                for pid in used:
+                    traits |= providers[pid].traits
+                if not _has_traits(traits, group):
+                    continue
+            choices.append(Choice(
+                tuple((pid, name, amount)
+                      for pid, (name, amount) in zip(picked, resources, strict=True)),
+                used))
+        return choices
+
+
+class Assembler:
+    """Candidates of one query over one forest (see the module doc)."""
+
+    def __init__(self, forest: Forest, query: CandidateQuery,
+                 nested: bool = True) -> None:
+        self.forest = forest
+        self.query = query
+        # Before microversion 1.29 a candidate takes at most one provider
+        # from any tree.
+        self.nested = nested
+        self.searches = [_GroupSearch(forest, group) for group in query.groups]
+        anchors = set(self.searches[0].anchors)
+        for search in self.searches[1:]:
+            anchors &= search.anchors
+        self.anchors = sorted(a for a in anchors if self._root_ok(a))
+        self._isolate = query.group_policy == "isolate"
+        suffixes = [group.suffix for group in query.groups]
+        self._subtrees = [tuple(suffixes.index(s) for s in same)
+                          for same in query.same_subtree]
+
+    def _root_ok(self, anchor: int) -> bool:
+        traits = self.forest.providers[anchor].traits
+        return (self.query.root_required <= traits
+                and self.query.root_forbidden.isdisjoint(traits))
+
+    def _same_subtree_ok(self, combination: Combination) -> bool:
+        is_below = self.forest.is_ancestor_or_self
+        for indexes in self._subtrees:
+            members = [pid for i in indexes for pid in combination[i].providers]
+            if not any(all(is_below(top, pid) for pid in members)
+                       for top in members):
+                return False
+        return True
+
+    def for_anchor(self, anchor: int) -> Iterator[Combination]:
+        """This anchor's candidates, in order."""
+        candidates = self._for_anchor(anchor)
+        if self.nested:
+            return candidates
+        return filter(self._one_tree_provider, candidates)
+
+    def _for_anchor(self, anchor: int) -> Iterator[Combination]:
+        options = [search.choices(anchor) for search in self.searches]
+        if not all(options):
+            return
+        if len(options) == 1:
+            for choice in options[0]:
+                yield (choice,)
+            return
+        yield from self._backtrack(options)
+
+    def _one_tree_provider(self, combination: Combination) -> bool:
+        providers = self.forest.providers
+        used = {pid for choice in combination for pid, _n, _a in choice.allocations}
+        return len(used) == len({providers[pid].root_id for pid in used})
+
+    def _backtrack(self, options: list[list[Choice]]) -> Iterator[Combination]:
+        inventories = {pid: p.inventories for pid, p in self.forest.providers.items()}
+        single = [not group.is_unnumbered for group in self.query.groups]
+        isolate = self._isolate
+        totals: dict[tuple[int, str], int] = {}
+        isolated: set[int] = set()
+        chosen: list[Choice] = []
+        depth = len(options)
+
+        def place(choice: Choice) -> list[tuple[tuple[int, str], int]] | None:
+            """Add the choice's amounts; None (and nothing added) if they
+            do not fit with what earlier groups took."""
+            added: list[tuple[tuple[int, str], int]] = []
+            for pid, name, amount in choice.allocations:
+                key = (pid, name)
+                before = totals.get(key, 0)
+                if before and not inventories[pid][name].holds(before + amount):
+                    undo(added)
+                    return None
+                added.append((key, before))
+                totals[key] = before + amount
+            return added
+
+        def undo(added: list[tuple[tuple[int, str], int]]) -> None:
+            for key, before in added:
+                if before:
+                    totals[key] = before
+                else:
+                    del totals[key]
+
+        def walk(level: int) -> Iterator[Combination]:
+            for choice in options[level]:
+                if isolate and single[level] and choice.providers[0] in isolated:
+                    continue
+                added = place(choice)
+                if added is None:
+                    continue
+                if isolate and single[level]:
+                    isolated.add(choice.providers[0])
+                chosen.append(choice)
+                if level + 1 == depth:
+                    combination = tuple(chosen)
+                    if self._same_subtree_ok(combination):
+                        yield combination
+                else:
+                    yield from walk(level + 1)
+                chosen.pop()
+                if isolate and single[level]:
+                    isolated.discard(choice.providers[0])
+                undo(added)
+
+        yield from walk(0)
+
+    def generate(self, strategy: str) -> Iterator[Combination]:
+        """Every candidate once, in the order of ``strategy``."""
+        if strategy == BREADTH_FIRST:
+            stream = _round_robin([self.for_anchor(a) for a in self.anchors])
+        else:
+            stream = itertools.chain.from_iterable(
+                self.for_anchor(a) for a in self.anchors)
+        if not self.forest.anchors:
+            # Without sharing providers every candidate belongs to one
+            # anchor only: no duplicates to drop.
+            return stream
+        return _unique(stream)
+
+
+def _round_robin(streams: list[Iterator[Combination]]) -> Iterator[Combination]:
+    active = streams
+    while active:
+        still = []
+        for stream in active:
+            item = next(stream, None)
+            if item is not None:
+                yield item
+                still.append(stream)
+        active = still
+
+
+def _unique(stream: Iterator[Combination]) -> Iterator[Combination]:
+    seen: set[Combination] = set()
+    for combination in stream:
+        if combination not in seen:
+            seen.add(combination)
+            yield combination
+
+
+def select(assembler: Assembler, *, limit: int | None, randomize: bool,
+           max_candidates: int, strategy: str,
+           shuffle: Callable[[list[Combination]], None] = random.shuffle
+           ) -> list[Combination]:
+    """The candidates to return.
+
+    ``max_candidates`` (when positive) bounds how many are generated;
+    ``limit`` how many are returned.  Without randomization both just stop
+    the generators early; with it every generated candidate is shuffled
+    before the limit applies.
+    """
+    stream = assembler.generate(strategy)
+    bound = max_candidates if max_candidates > 0 else None
+    if not randomize and limit is not None:
+        bound = limit if bound is None else min(bound, limit)
+    combinations = list(itertools.islice(stream, bound))
+    if randomize:
+        shuffle(combinations)
+        if limit is not None:
+            combinations = combinations[:limit]
+    return combinations
