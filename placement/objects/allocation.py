@@ -13,11 +13,12 @@ How a write stays right under concurrency (``replace_all``):
    by ``BEGIN IMMEDIATE``).  Everything read afterwards is therefore what
    the previous writer committed -- on MySQL too, whose REPEATABLE READ
    snapshot starts at the first plain read, after the lock.  Then: check
-   consumer generations, delete the consumers' old allocations (by primary
-   key, so MySQL takes no gap locks), insert the new ones in one batch,
-   compare usage with capacity, save the consumers with a compare-and-swap
-   on their generation, and increment the generation of every provider
-   whose allocations changed, old and new.
+   consumer generations, compare the usage the write would leave with
+   capacity, delete the consumers' old allocations (by primary key, so
+   MySQL takes no gap locks), insert the new ones in one batch, save the
+   consumers with a compare-and-swap on their generation, and increment
+   the generation of every provider whose allocations changed, old and
+   new.
 3. A deadlock, a consumer changed or created concurrently, or a provider
    missed by the guess of step 1 rolls the transaction back and the whole
    write starts again from step 1, up to
@@ -293,12 +294,13 @@ def _inventories_with_usage(conn: sa.engine.Connection, provider_ids: set[int],
 
 
 def check_capacity_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
-    """Refuse the written allocations unless every provider can hold them.
+    """Refuse the claims unless every provider can hold them.
 
-    Runs after :func:`apply_in`, so usage read here is the usage the
-    transaction would commit.  A (provider, class) already over capacity
-    (its inventory shrank) may still be written as long as the write does
-    not increase its usage, which lets consumers shrink or move away.
+    Runs before :func:`apply_in`, under the provider locks: the usage after
+    the write is the usage now, minus the consumers' old allocations, plus
+    their new ones.  A (provider, class) already over capacity (its
+    inventory shrank) may still be written as long as the write does not
+    increase its usage, which lets consumers shrink or move away.
     """
     requested = [(uuid, name, amount) for claim in plan.claims
                  for uuid, resources in claim.resources.items()
@@ -328,9 +330,10 @@ def check_capacity_in(conn: sa.engine.Connection, plan: Plan, state: WriteState)
             raise exceptions.AllocationConstraintsViolated(
                 resource_class=name, resource_provider=uuid)
         capacity = (inv.total - inv.reserved) * inv.allocation_ratio
-        if inv.used > capacity and change[key] > 0:
-            LOG.info("Over capacity for %s on provider %s: used %s, capacity %s",
-                     name, uuid, inv.used, capacity)
+        used_after = inv.used + change[key]
+        if used_after > capacity and change[key] > 0:
+            LOG.info("Over capacity for %s on provider %s: %s used, %s wanted, "
+                     "capacity %s", name, uuid, inv.used, change[key], capacity)
             raise exceptions.AllocationCapacityExceeded(
                 resource_class=name, resource_provider=uuid)
 
@@ -346,8 +349,8 @@ def replace_all(ctx: Any, claims: Sequence[ConsumerClaim]) -> None:
         plan = prepare(ctx, claims)
         with ctx.db.writer() as conn:
             state = begin_in(conn, plan)
-            apply_in(conn, plan, state)
             check_capacity_in(conn, plan, state)
+            apply_in(conn, plan, state)
             bump_providers_in(conn, touched_provider_ids(plan, state))
 
     with_retries(ctx, attempt)

@@ -11,11 +11,11 @@ The order inside the transaction is what makes that possible:
    every provider the consumers hold allocations on (one
    ``lock_providers``), then compare the provider generations the client
    sent with the stored ones;
-2. replace the consumers' allocations -- nothing is checked yet, as the
-   old inventory may not hold the new allocations;
-3. replace the inventories; a class removed while allocations still use
-   it is refused (the allocations moved away in step 2 no longer count);
-4. check the written allocations against the final inventories.
+2. replace the inventories, without asking whether allocations still use
+   a removed class: they may be about to move;
+3. check the new allocations against the new inventories, and write them;
+4. refuse the whole change if a class removed in step 2 is still used by
+   allocations (those of consumers not in the request, typically).
 
 So the state in between may violate capacity; the state committed never
 does.  Collisions with other writers retry the whole transaction, like
@@ -27,10 +27,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Sequence
 
+import sqlalchemy as sa
+
 from placement import exceptions
+from placement.db import tables
 from placement.objects import allocation as alloc_obj
 from placement.objects import inventory as inv_obj
+from placement.objects import resource_class as rc_obj
 from placement.objects import resource_provider as rp_obj
+
+_ALLOC = tables.allocations
+_INV = tables.inventories
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +57,24 @@ def _providers(ctx: Any, uuids: Sequence[str]) -> dict[str, rp_obj.ResourceProvi
         if uuid not in found:
             raise exceptions.InventoryProviderNotFound(uuid=uuid)
     return found
+
+
+def _refuse_uninventoried_allocations(conn: sa.engine.Connection,
+                                      provider: rp_obj.ResourceProvider) -> None:
+    """InventoryInUse when allocations on the provider use a class it no
+    longer has inventory of."""
+    inventoried = sa.select(_INV.c.resource_class_id).where(
+        _INV.c.resource_provider_id == provider.id)
+    rows = conn.execute(
+        sa.select(_ALLOC.c.resource_class_id).distinct()
+        .where(_ALLOC.c.resource_provider_id == provider.id,
+               _ALLOC.c.resource_class_id.not_in(inventoried))
+        .order_by(_ALLOC.c.resource_class_id)).all()
+    if rows:
+        names = rc_obj.names_by_id(conn, [row[0] for row in rows])
+        raise exceptions.InventoryInUse(
+            resource_classes=", ".join(names[row[0]] for row in rows),
+            resource_provider=provider.uuid)
 
 
 def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
@@ -76,11 +101,14 @@ def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
                     raise exceptions.ProviderGenerationConflict(
                         uuid=item.provider_uuid, actual=provider.generation,
                         given=item.generation)
-            alloc_obj.apply_in(conn, plan, state)
             for item in inventories:
                 inv_obj.replace_in(conn, current[item.provider_uuid], item.inventories,
-                                   expected_generation=item.generation)
+                                   expected_generation=item.generation,
+                                   check_in_use=False)
             alloc_obj.check_capacity_in(conn, plan, state)
+            alloc_obj.apply_in(conn, plan, state)
+            for provider in current.values():
+                _refuse_uninventoried_allocations(conn, provider)
             # replace_in incremented the generations of the providers whose
             # inventories it replaced; the others touched get theirs here.
             inventory_ids = {rp.id for rp in current.values()}
