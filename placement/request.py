@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 import webob
 from oslo_policy import policy as oslo_policy
+from oslo_utils import uuidutils
 
 from placement import errors
 from placement.schemas.common import Schema, Versioned
@@ -22,25 +23,39 @@ if TYPE_CHECKING:
     from placement.context import RequestContext
 
 _FORMAT_CHECKER = jsonschema.FormatChecker()
-_VALIDATORS: dict[int, jsonschema.protocols.Validator] = {}
+
+
+# Placement accepts every spelling of a uuid that Python's uuid module
+# parses (no dashes, braces, urn:uuid:), not only the canonical one that
+# jsonschema's own "uuid" format demands; handlers store the canonical form.
+@_FORMAT_CHECKER.checks("uuid")
+def _is_uuid(instance: object) -> bool:
+    return not isinstance(instance, str) or uuidutils.is_uuid_like(instance)
+
+
+# Validators by schema identity; the schema is kept alongside so its id
+# cannot be reused by another object while the entry lives.
+_VALIDATORS: dict[int, tuple[Schema, jsonschema.protocols.Validator]] = {}
 
 
 def _validator(schema: Schema) -> jsonschema.protocols.Validator:
-    # Validators are cached per schema object: building one parses the schema.
-    key = id(schema)
-    validator = _VALIDATORS.get(key)
-    if validator is None:
-        validator = jsonschema.Draft4Validator(schema, format_checker=_FORMAT_CHECKER)
-        _VALIDATORS[key] = validator
+    cached = _VALIDATORS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    validator = jsonschema.Draft4Validator(schema, format_checker=_FORMAT_CHECKER)
+    _VALIDATORS[id(schema)] = (schema, validator)
     return validator
 
 
 def validate(data: Any, schema: Schema, prefix: str) -> None:
-    """Raise 400 ``<prefix>: <first validation error>`` unless data fits."""
-    validator = _validator(schema)
-    error = next(iter(validator.iter_errors(data)), None)
+    """Raise 400 ``<prefix>: <error>`` unless data fits ``schema``.
+
+    The error is jsonschema's most relevant one in its full text (message,
+    failing schema part and instance), as Placement reports it.
+    """
+    error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(data))
     if error is not None:
-        raise errors.BadRequest("%s: %s" % (prefix, error.message))
+        raise errors.BadRequest("%s: %s" % (prefix, error))
 
 
 class PlacementRequest(webob.Request):
