@@ -48,9 +48,9 @@ class PlacementApp:
         req.ctx = RequestContext.from_environ(environ, config=self.conf, db=self.db)
         environ[request_log.CONTEXT_ENVIRON] = req.ctx
         try:
-            _check_accept(req)
             handler, urlvars = self.router.dispatch(
                 req.method, req.path_info, req.version)
+            _check_accept(req)
             req.urlvars = urlvars
             resp = handler(req)
         except errors.ApiError as exc:
@@ -59,9 +59,13 @@ class PlacementApp:
 
 
 def _check_accept(req: PlacementRequest) -> None:
-    """406 when the client accepts only types other than JSON."""
+    """406 when a GET accepts only types other than JSON.
+
+    Only reads are checked, as Placement does: a write answers with its own
+    status whatever the Accept header says.
+    """
     accept = req.headers.get("Accept")
-    if not accept:
+    if req.method != "GET" or not accept:
         return
     if not req.accept.acceptable_offers(["application/json"]):
         raise errors.NotAcceptable("Only application/json is provided")
