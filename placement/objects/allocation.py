@@ -26,7 +26,8 @@ How a write stays right under concurrency (``replace_all``):
    retried inside a transaction that failed.
 
 The reshaper uses the same pieces (:func:`prepare`, :func:`begin_in`,
-:func:`apply_in`, :func:`check_capacity_in`, :func:`bump_providers_in`)
+:func:`check_claims_in`, :func:`check_capacity_in`, :func:`apply_in`,
+:func:`bump_providers_in`)
 around its inventory changes.
 """
 
@@ -95,6 +96,7 @@ class Plan:
 
     claims: tuple[ConsumerClaim, ...]
     provider_ids: dict[str, int]
+    missing_provider: str | None
     class_ids: dict[str, int]
     missing_class: str | None
     lock_ids: frozenset[int]
@@ -157,17 +159,17 @@ def with_retries(ctx: Any, attempt: Callable[[], T]) -> T:
     raise exceptions.AllocationsConflict()
 
 
-def _provider_ids(conn: sa.engine.Connection, uuids: Sequence[str]) -> dict[str, int]:
-    """``{uuid: id}``; ProviderNotFound for the first unknown, in given order."""
+def _provider_ids(conn: sa.engine.Connection, uuids: Sequence[str]
+                  ) -> tuple[dict[str, int], str | None]:
+    """``{uuid: id}`` of those that exist, and the first unknown uuid in the
+    given order (reported after the generation checks, as clients expect)."""
     if not uuids:
-        return {}
+        return {}, None
     rows = conn.execute(sa.select(_RP.c.uuid, _RP.c.id)
                         .where(_RP.c.uuid.in_(sorted(set(uuids))))).all()
     found = {uuid: id_ for uuid, id_ in rows}
-    for uuid in uuids:
-        if uuid not in found:
-            raise exceptions.ProviderNotFound(uuid=uuid)
-    return found
+    missing = [uuid for uuid in uuids if uuid not in found]
+    return found, missing[0] if missing else None
 
 
 def _held_provider_ids(conn: sa.engine.Connection, consumer_uuids: Iterable[str]
@@ -205,7 +207,7 @@ def prepare(ctx: Any, claims: Sequence[ConsumerClaim],
     class_names = {name for claim in claims
                    for resources in claim.resources.values() for name in resources}
     with ctx.db.reader() as conn:
-        provider_ids = _provider_ids(conn, provider_uuids)
+        provider_ids, missing_provider = _provider_ids(conn, provider_uuids)
         class_ids, missing_class = _class_ids(conn, class_names)
         held = _held_provider_ids(conn, (claim.consumer_uuid for claim in claims))
         known = consumer_obj.lookup_identities_in(conn, projects, users, types)
@@ -221,20 +223,16 @@ def prepare(ctx: Any, claims: Sequence[ConsumerClaim],
             keep_identity=claim.project_id is None)
         for claim in claims)
     return Plan(claims=tuple(claims), provider_ids=provider_ids,
-                class_ids=class_ids, missing_class=missing_class,
+                missing_provider=missing_provider, class_ids=class_ids,
+                missing_class=missing_class,
                 lock_ids=frozenset(provider_ids.values()) | held | set(lock_also),
                 writes=writes)
 
 
 def begin_in(conn: sa.engine.Connection, plan: Plan) -> WriteState:
-    """Lock, check consumer generations and read the old allocations."""
+    """Lock the providers, then read the consumers and their allocations."""
     db_api.lock_providers(conn, sorted(plan.lock_ids))
     stored = consumer_obj.get_stored_in(conn, plan.consumer_uuids)
-    consumer_obj.check_generations(stored, {
-        claim.consumer_uuid: claim.generation
-        for claim in plan.claims if claim.check_generation})
-    if plan.missing_class is not None:
-        raise exceptions.ResourceClassNotFound(name=plan.missing_class)
     rows = conn.execute(
         sa.select(_ALLOC.c.id, _ALLOC.c.consumer_id, _ALLOC.c.resource_provider_id,
                   _ALLOC.c.resource_class_id, _ALLOC.c.used)
@@ -245,6 +243,18 @@ def begin_in(conn: sa.engine.Connection, plan: Plan) -> WriteState:
         # now would be out of order and after MySQL's snapshot: start over.
         raise _StaleGuess()
     return state
+
+
+def check_claims_in(plan: Plan, state: WriteState) -> None:
+    """Consumer generations first, then unknown providers and classes: the
+    order in which Placement reports them."""
+    consumer_obj.check_generations(state.stored, {
+        claim.consumer_uuid: claim.generation
+        for claim in plan.claims if claim.check_generation})
+    if plan.missing_provider is not None:
+        raise exceptions.ProviderNotFound(uuid=plan.missing_provider)
+    if plan.missing_class is not None:
+        raise exceptions.ResourceClassNotFound(name=plan.missing_class)
 
 
 def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
@@ -349,6 +359,7 @@ def replace_all(ctx: Any, claims: Sequence[ConsumerClaim]) -> None:
         plan = prepare(ctx, claims)
         with ctx.db.writer() as conn:
             state = begin_in(conn, plan)
+            check_claims_in(plan, state)
             check_capacity_in(conn, plan, state)
             apply_in(conn, plan, state)
             bump_providers_in(conn, touched_provider_ids(plan, state))

@@ -101,6 +101,7 @@ def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
                     raise exceptions.ProviderGenerationConflict(
                         uuid=item.provider_uuid, actual=provider.generation,
                         given=item.generation)
+            alloc_obj.check_claims_in(plan, state)
             for item in inventories:
                 inv_obj.replace_in(conn, current[item.provider_uuid], item.inventories,
                                    expected_generation=item.generation,
