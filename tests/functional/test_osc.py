@@ -22,13 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+import osc_placement  # noqa: F401  (a test dependency: fail, never skip, without it)
 import pytest
+from openstackclient import shell
 
 from tests.functional import servers
-
-pytest.importorskip("osc_placement", reason="osc-placement is a test dependency")
-
-from openstackclient import shell  # noqa: E402
 
 VERSION = "1.39"
 
