@@ -17,104 +17,25 @@ client keeping its own record of what it holds.  Afterwards:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import http.client
-import json
-import os
 import random
-import socket
-import subprocess
-import sys
 import threading
-import time
 import uuid
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from tests import backends
+from tests.functional.live_server import Client, serve
 
 pytestmark = pytest.mark.slow
 
-BIN = os.path.dirname(sys.executable)
 CLIENTS = 16
 OPERATIONS_PER_CLIENT = 30
 PROVIDERS = 3
 # Per provider: 16 VCPU and 8 GB; a claim takes 1 or 2 VCPU and 512 MB each.
 INVENTORY = {"VCPU": {"total": 16}, "MEMORY_MB": {"total": 8192}}
-HEADERS = {"x-auth-token": "admin", "accept": "application/json",
-           "content-type": "application/json",
-           "openstack-api-version": "placement 1.38"}
 CAPACITY_MESSAGE = "would exceed the capacity"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Client:
-    """Talks to the server; one connection per request (sync workers)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-
-    def request(self, method: str, path: str, body: Any = None
-                ) -> tuple[int, Any]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        try:
-            payload = json.dumps(body) if body is not None else None
-            conn.request(method, path, body=payload, headers=HEADERS)
-            resp = conn.getresponse()
-            data = resp.read()
-        finally:
-            conn.close()
-        return resp.status, json.loads(data) if data else None
-
-
-@contextlib.contextmanager
-def _server(backend: str) -> Iterator[Client]:
-    """A migrated fresh database served by ``gunicorn -w 2``."""
-    with backends.fresh_database(backend) as url:
-        env = dict(os.environ, OS_PLACEMENT_DATABASE__CONNECTION=url,
-                   OS_API__AUTH_STRATEGY="noauth2")
-        # Migrate first, so the two workers do not both try at start-up.
-        subprocess.run([os.path.join(BIN, "placement-manage"), "db", "sync"],
-                       env=env, check=True, capture_output=True)
-        port = _free_port()
-        process = subprocess.Popen(
-            [os.path.join(BIN, "gunicorn"), "-w", "2", "-b", "127.0.0.1:%d" % port,
-             "--timeout", "120", "placement.wsgi.api:application"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            start_new_session=True)
-        try:
-            client = Client(port)
-            _wait_until_serving(client, process)
-            yield client
-        finally:
-            process.terminate()
-            try:
-                _out, errors = process.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                _out, errors = process.communicate()
-            # Tracebacks in the server log mean a request went wrong inside.
-            assert b"Traceback" not in errors, errors.decode(errors="replace")[-4000:]
-
-
-def _wait_until_serving(client: Client, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "gunicorn exited early"
-        try:
-            if client.request("GET", "/")[0] == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("gunicorn did not start serving")
 
 
 @dataclasses.dataclass
@@ -270,7 +191,7 @@ def _verify(client: Client, providers: list[str], workers: list[Worker]) -> None
 @pytest.mark.parametrize("backend", ["postgresql", "mysql"])
 def test_concurrent_claims_never_overcommit(backend: str) -> None:
     backends.require(backend)
-    with _server(backend) as client:
+    with serve(backend, workers=2) as client:
         providers = _create_providers(client)
         workers = [Worker(client, providers, seed) for seed in range(CLIENTS)]
         for worker in workers:
