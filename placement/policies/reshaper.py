@@ -1,4 +1,9 @@
-"""Policy rule for ``/reshaper``."""
+"""Policy rule for ``/reshaper``.
+
+Reshaping is what a service (nova's compute) does when it moves resources
+between providers of a tree, so by default it is for services only, not
+administrators.
+"""
 
 from __future__ import annotations
 
@@ -14,5 +19,6 @@ def rules() -> list[policy.DocumentedRuleDefault]:
         base.documented(RESHAPE,
                         "Move inventories and allocations between resource "
                         "providers in one atomic request.",
-                        ("POST", "/reshaper")),
+                        ("POST", "/reshaper"),
+                        check_str=base.SERVICE_API),
     ]

@@ -54,7 +54,7 @@ RESOURCE_RULES = {
     "placement:allocations:delete": ADMIN_OR_SERVICE,
     "placement:resource_providers:allocations:list": ADMIN_OR_SERVICE,
     "placement:allocation_candidates:list": ADMIN_OR_SERVICE,
-    "placement:reshaper:reshape": ADMIN_OR_SERVICE,
+    "placement:reshaper:reshape": "rule:service_api",
 }
 BASE_RULES = {
     "admin_api": "role:admin",
