@@ -22,5 +22,8 @@ OPTS = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(GROUP)
-    conf.register_opts(OPTS, group=GROUP)
+    # A fresh group object per configuration: oslo.config keeps overrides
+    # in the group it is given, so a shared module-level group would carry
+    # one configuration's overrides into the next.
+    conf.register_group(cfg.OptGroup(GROUP.name, title=GROUP.title, help=GROUP.help))
+    conf.register_opts(OPTS, group=GROUP.name)

@@ -8,12 +8,19 @@ from placement.conf import api, database, paths, placement
 
 
 def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:
-    return [
+    from placement import policy
+
+    opts: list[tuple[str | None, list[cfg.Opt]]] = [
         (None, paths.OPTS),
         (api.GROUP.name, api.OPTS),
         (database.GROUP.name, database.OPTS),
         (placement.GROUP.name, placement.OPTS),
     ]
+    # oslo.policy releases that dropped enforce_scope do not list it, but
+    # placement still honours it, so the sample documents it here.
+    if not policy._oslo_policy_defines("enforce_scope"):  # noqa: SLF001
+        opts.append(("oslo_policy", [policy.ENFORCE_SCOPE_OPT]))
+    return opts
 
 
 def set_defaults(conf: cfg.ConfigOpts | None = None) -> None:
