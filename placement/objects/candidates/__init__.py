@@ -15,7 +15,7 @@ from typing import Any
 from placement import exceptions
 from placement.objects.candidates import assemble, search
 from placement.objects.candidates.assemble import Choice, Combination
-from placement.objects.candidates.trees import SHARING_TRAIT, Forest, Inventory, Provider
+from placement.objects.candidates.trees import Forest, Inventory, Provider
 from placement.request_groups import CandidateQuery
 
 __all__ = ["Candidates", "Choice", "Combination", "Forest", "Inventory",
@@ -65,14 +65,10 @@ def find(ctx: Any, query: CandidateQuery, *, limit: int | None = None,
         classes, traits = search.check_names(
             conn, query.resource_class_names, sorted(trait_names))
         _check_names(query, classes, traits)
-        smallest: dict[int, int] = {}
-        for group in query.groups:
-            for name, amount in group.resources:
-                class_id = classes[name]
-                smallest[class_id] = min(amount, smallest.get(class_id, amount))
-        roots = search.candidate_roots(conn, smallest, traits.get(SHARING_TRAIT))
         needs_aggregates = any(g.member_of or g.not_member_of for g in query.groups)
-        forest = search.load_forest(conn, roots, needs_aggregates)
+        forest = search.load_forest(
+            conn, [classes[name] for name in query.resource_class_names],
+            needs_aggregates)
     assembler = assemble.Assembler(forest, query, nested)
     combinations = assemble.select(
         assembler, limit=query.limit if limit is None else limit,

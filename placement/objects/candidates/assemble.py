@@ -51,12 +51,17 @@ Combination = tuple[Choice, ...]
 
 
 def _has_traits(traits: set[str], group: RequestGroup) -> bool:
-    return all(not any_of.isdisjoint(traits) for any_of in group.required)
+    for any_of in group.required:
+        if any_of.isdisjoint(traits):
+            return False
+    return True
 
 
 def _in_aggregates(aggregates: set[str], group: RequestGroup) -> bool:
-    return (all(not any_of.isdisjoint(aggregates) for any_of in group.member_of)
-            and group.not_member_of.isdisjoint(aggregates))
+    for any_of in group.member_of:
+        if any_of.isdisjoint(aggregates):
+            return False
+    return group.not_member_of.isdisjoint(aggregates)
 
 
 def _tree_of(forest: Forest, group: RequestGroup) -> int | None | bool:
@@ -134,22 +139,41 @@ class _GroupSearch:
 
     def _find_unnumbered_servers(self, tree: int | None | bool) -> None:
         group = self.group
-        servers: list[dict[int, list[int]]] = [{} for _ in group.resources]
+        resources = group.resources
+        forest = self.forest
+        trees = forest.trees
+        sharing = bool(forest.anchors)
+        servers: list[dict[int, list[int]]] = [{} for _ in resources]
+        lonely: set[int] = set()
         check_aggregates = bool(group.member_of or group.not_member_of)
-        for provider in self.forest.providers.values():
+        for provider in forest.providers.values():
             inventories = provider.inventories
-            fitting = [index for index, (name, amount)
-                       in enumerate(group.resources)
-                       if name in inventories and inventories[name].fits(amount)]
+            fitting = []
+            for index, (name, amount) in enumerate(resources):
+                inventory = inventories.get(name)
+                if inventory is not None and inventory.fits(amount):
+                    fitting.append(index)
             if not fitting or not group.forbidden.isdisjoint(provider.traits):
                 continue
-            if tree is None:
-                anchors = self.forest.roots_of(provider)
-            elif provider.root_id == tree:
-                # in_tree keeps the group inside one tree: no sharing.
-                anchors = [tree]
-            else:
+            root = provider.root_id
+            if tree is not None and root != tree:
                 continue
+            if not sharing and len(trees[root]) == 1:
+                # Alone in its tree with nobody sharing: the provider serves
+                # the whole group or nothing (most providers of a flat
+                # deployment, so this is the fast path).
+                if (len(fitting) == len(resources)
+                        and _has_traits(provider.traits, group)
+                        and (not check_aggregates
+                             or self._serves_anchor(provider, root))):
+                    pid = provider.id
+                    self._cache[root] = [Choice(
+                        tuple([(pid, name, amount) for name, amount in resources]),
+                        (pid,))]
+                    lonely.add(root)
+                continue
+            # in_tree keeps the group inside one tree: no sharing then.
+            anchors = [root] if tree is not None else forest.roots_of(provider)
             for anchor in anchors:
                 if check_aggregates and not self._serves_anchor(provider, anchor):
                     continue
@@ -159,7 +183,7 @@ class _GroupSearch:
         anchors_set = set(servers[0])
         for by_anchor in servers[1:]:
             anchors_set &= set(by_anchor)
-        self.anchors = anchors_set
+        self.anchors = anchors_set | lonely
 
     def choices(self, anchor: int) -> list[Choice]:
         cached = self._cache.get(anchor)
@@ -310,7 +334,12 @@ class Assembler:
 
     def generate(self, strategy: str) -> Iterator[Combination]:
         """Every candidate once, in the order of ``strategy``."""
-        if strategy == BREADTH_FIRST:
+        if len(self.searches) == 1 and self.nested and strategy == DEPTH_FIRST:
+            # One group: its choices are the candidates.
+            search = self.searches[0]
+            stream = ((choice,) for anchor in self.anchors
+                      for choice in search.choices(anchor))
+        elif strategy == BREADTH_FIRST:
             stream = _round_robin([self.for_anchor(a) for a in self.anchors])
         else:
             stream = itertools.chain.from_iterable(

@@ -2,12 +2,11 @@
 
 1. :func:`check_names` — are the requested classes and traits known?  One
    query for both.
-2. :func:`candidate_roots` — the roots of every tree that has a provider
-   with room for at least one requested amount, plus the trees that share
-   an aggregate with a sharing provider that has such room.
-3. :func:`load_forest` — for those trees, every provider with its
-   inventories and usage, its traits and (when the request needs them)
-   its aggregates: three queries, whatever the number of providers.
+2. :func:`load_forest` — every provider of the trees that have inventory
+   of a requested class, with inventories and usage (one query), traits and,
+   when the request needs them, aggregates (a second query).  Only when
+   sharing providers turn up do one or two more queries load the trees
+   sharing their aggregates.
 
 Everything else (which provider serves which group, combinations, limits)
 happens in memory in :mod:`.assemble`.
@@ -15,7 +14,7 @@ happens in memory in :mod:`.assemble`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import sqlalchemy as sa
 
@@ -37,11 +36,8 @@ _CHUNK = 5000
 
 def check_names(conn: sa.engine.Connection, classes: Sequence[str],
                 traits: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
-    """``({class: id}, {trait: id})`` for the names that exist.
-
-    The sharing trait is always looked up too: the search needs its id.
-    """
-    wanted_traits = sorted(set(traits) | {SHARING_TRAIT})
+    """``({class: id}, {trait: id})`` for the names that exist."""
+    wanted_traits = sorted(set(traits)) or [""]
     classes_query = sa.select(
         sa.literal("c").label("kind"), _RC.c.name, _RC.c.id).where(
         _RC.c.name.in_(sorted(set(classes)) or [""]))
@@ -69,58 +65,22 @@ def _usage_of_inventory() -> sa.ScalarSelect[Any]:
     )
 
 
-def _with_room(amounts: dict[int, int]) -> sa.Select[Any]:
-    """Ids of providers with room for at least one ``{class id: amount}``.
+def _roots_with_classes(class_ids: Sequence[int]) -> sa.Select[Any]:
+    """Roots of the trees having inventory of any of these classes.
 
-    Room for the smallest amount requested of a class; which group can
-    really use the provider is decided in memory.
+    Capacity is checked in memory, where the inventories are needed anyway
+    for the summaries: the database only narrows the search to trees that
+    may play a part.
     """
-    used = _usage_of_inventory()
-    conditions = [
-        sa.and_(
-            _INV.c.resource_class_id == class_id,
-            _INV.c.max_unit >= amount,
-            (_INV.c.total - _INV.c.reserved) * _INV.c.allocation_ratio
-            >= used + amount,
-        )
-        for class_id, amount in sorted(amounts.items())
-    ]
-    return sa.select(_INV.c.resource_provider_id).where(sa.or_(*conditions))
+    holder = _RP.alias("holder")
+    return (
+        sa.select(holder.c.root_provider_id)
+        .join(_INV, _INV.c.resource_provider_id == holder.c.id)
+        .where(_INV.c.resource_class_id.in_(sorted(set(class_ids))))
+    )
 
 
-def candidate_roots(conn: sa.engine.Connection, amounts: dict[int, int],
-                    sharing_trait_id: int | None) -> list[int]:
-    """Roots of the trees a candidate may draw on (see the module doc)."""
-    with_room = _with_room(amounts).subquery("with_room")
-    own = (sa.select(_RP.c.root_provider_id)
-           .where(_RP.c.id.in_(sa.select(with_room.c.resource_provider_id))))
-    query: Any = own
-    if sharing_trait_id is not None:
-        sharing_aggs = (
-            sa.select(_RP_AGGS.c.aggregate_id)
-            .join(_RP_TRAITS, _RP_TRAITS.c.resource_provider_id
-                  == _RP_AGGS.c.resource_provider_id)
-            .where(_RP_TRAITS.c.trait_id == sharing_trait_id,
-                   _RP_AGGS.c.resource_provider_id.in_(
-                       sa.select(with_room.c.resource_provider_id)))
-        )
-        sharing_members = (
-            sa.select(_RP.c.root_provider_id)
-            .join(_RP_AGGS, _RP_AGGS.c.resource_provider_id == _RP.c.id)
-            .where(_RP_AGGS.c.aggregate_id.in_(sharing_aggs))
-        )
-        query = sa.union(own, sharing_members)
-    else:
-        query = own.distinct()
-    return sorted(root for (root,) in conn.execute(query))
-
-
-def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
-    for start in range(0, len(ids), _CHUNK):
-        yield list(ids[start:start + _CHUNK])
-
-
-def _providers_with_inventories(roots: list[int]) -> sa.Select[Any]:
+def _providers_with_inventories(roots: Any) -> sa.Select[Any]:
     return (
         sa.select(_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
                   _RP.c.root_provider_id, _RC.c.name, _INV.c.total,
@@ -131,56 +91,94 @@ def _providers_with_inventories(roots: list[int]) -> sa.Select[Any]:
             _RP.outerjoin(_INV, _INV.c.resource_provider_id == _RP.c.id)
             .outerjoin(_RC, _RC.c.id == _INV.c.resource_class_id))
         .where(_RP.c.root_provider_id.in_(roots))
-        .order_by(_RP.c.id, _INV.c.id)
     )
 
 
-def _traits(roots: list[int]) -> sa.Select[Any]:
-    return (
-        sa.select(_RP_TRAITS.c.resource_provider_id, _TRAITS.c.name)
+def _traits_and_aggregates(roots: Any, with_aggregates: bool) -> Any:
+    """(provider id, "t", trait name) and (provider id, "a", aggregate
+    uuid) rows of the providers of these trees: one round trip."""
+    traits = (
+        sa.select(_RP_TRAITS.c.resource_provider_id,
+                  sa.literal("t").label("kind"), _TRAITS.c.name.label("value"))
         .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
         .join(_RP, _RP.c.id == _RP_TRAITS.c.resource_provider_id)
         .where(_RP.c.root_provider_id.in_(roots))
     )
+    if not with_aggregates:
+        return traits
+    return traits.union_all(_aggregates(roots))
 
 
-def _aggregates(roots: list[int]) -> sa.Select[Any]:
+def _aggregates(roots: Any) -> sa.Select[Any]:
     return (
-        sa.select(_RP_AGGS.c.resource_provider_id, _AGGS.c.uuid)
+        sa.select(_RP_AGGS.c.resource_provider_id,
+                  sa.literal("a").label("kind"), _AGGS.c.uuid.label("value"))
         .join(_AGGS, _AGGS.c.id == _RP_AGGS.c.aggregate_id)
         .join(_RP, _RP.c.id == _RP_AGGS.c.resource_provider_id)
         .where(_RP.c.root_provider_id.in_(roots))
     )
 
 
-def _rows(conn: sa.engine.Connection, build: Any, roots: list[int]
-          ) -> Iterable[Sequence[Any]]:
-    for chunk in _chunks(roots):
-        yield from conn.execute(build(chunk))
+def _sharing_neighbour_roots(sharing_ids: list[int]) -> sa.Select[Any]:
+    """Roots of trees with a provider in an aggregate of these providers."""
+    member = _RP.alias("member")
+    mine = _RP_AGGS.alias("mine")
+    theirs = _RP_AGGS.alias("theirs")
+    return (
+        sa.select(member.c.root_provider_id).distinct()
+        .join(theirs, theirs.c.resource_provider_id == member.c.id)
+        .join(mine, mine.c.aggregate_id == theirs.c.aggregate_id)
+        .where(mine.c.resource_provider_id.in_(sharing_ids))
+    )
 
 
-def load_forest(conn: sa.engine.Connection, roots: list[int],
-                with_aggregates: bool) -> Forest:
-    """Every provider of these trees with inventories, usage and traits.
+def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield list(ids[start:start + _CHUNK])
 
-    Aggregates are loaded when ``with_aggregates`` is true or some provider
-    shares its inventory (the sharing links need them).
-    """
-    providers: dict[int, Provider] = {}
+
+def _load(conn: sa.engine.Connection, roots: Any, with_aggregates: bool,
+          providers: dict[int, Provider]) -> None:
+    """Add the providers of the trees ``roots`` selects to ``providers``."""
     for (id_, uuid, parent_id, root_id, class_name, total, reserved, min_unit,
-         max_unit, step_size, ratio, used) in _rows(
-            conn, _providers_with_inventories, roots):
+         max_unit, step_size, ratio, used) in conn.execute(
+            _providers_with_inventories(roots)).all():
         provider = providers.get(id_)
         if provider is None:
             provider = providers[id_] = Provider(id_, uuid, parent_id, root_id)
         if class_name is not None:
             provider.inventories[class_name] = Inventory(
                 total, reserved, min_unit, max_unit, step_size, ratio, int(used))
-    sharing = False
-    for provider_id, name in _rows(conn, _traits, roots):
-        providers[provider_id].traits.add(name)
-        sharing = sharing or name == SHARING_TRAIT
-    if with_aggregates or sharing:
-        for provider_id, agg_uuid in _rows(conn, _aggregates, roots):
-            providers[provider_id].aggregates.add(agg_uuid)
+    for provider_id, kind, value in conn.execute(
+            _traits_and_aggregates(roots, with_aggregates)).all():
+        if kind == "t":
+            providers[provider_id].traits.add(value)
+        else:
+            providers[provider_id].aggregates.add(value)
+
+
+def load_forest(conn: sa.engine.Connection, class_ids: Sequence[int],
+                with_aggregates: bool) -> Forest:
+    """Every tree that may take part in a candidate, fully loaded.
+
+    Those are the trees with inventory of a requested class and, when some
+    of their providers share inventory, the trees in the same aggregates.
+    Aggregates are loaded when ``with_aggregates`` is true (member_of) or
+    sharing providers are involved.
+    """
+    providers: dict[int, Provider] = {}
+    roots = _roots_with_classes(class_ids)
+    _load(conn, roots, with_aggregates, providers)
+    sharing = [p.id for p in providers.values() if SHARING_TRAIT in p.traits]
+    if sharing:
+        if not with_aggregates:
+            for provider_id, _kind, agg_uuid in conn.execute(
+                    _aggregates(roots)).all():
+                providers[provider_id].aggregates.add(agg_uuid)
+        known = {p.root_id for p in providers.values()}
+        more = [root for (root,) in conn.execute(
+            _sharing_neighbour_roots(sharing)).all() if root not in known]
+        for chunk in _chunks(more):
+            _load(conn, chunk, True, providers)
     return Forest(providers.values())
+
