@@ -199,6 +199,29 @@ def _same_subtree(pairs: Sequence[tuple[str, str]], version: Version
     return tuple(lists)
 
 
+def _check_orphans(pairs: Sequence[tuple[str, str]],
+                   groups: Sequence[RequestGroup]) -> None:
+    """Before 1.36 every group that filters must also ask for resources."""
+    resourceless = {g.suffix for g in groups if not g.resources}
+    orphans: dict[str, dict[str, None]] = {"required": {}, "member_of": {}}
+    for key, _value in pairs:
+        match = _GROUP_KEY.match(key)
+        if match and match.group(1) in orphans and match.group(2) in resourceless:
+            orphans[match.group(1)][key] = None
+    if orphans["required"]:
+        raise errors.BadRequest(
+            "All traits parameters must be associated with resources.  "
+            "Found the following orphaned traits keys: %s"
+            % ", ".join(orphans["required"]))
+    if orphans["member_of"]:
+        raise errors.BadRequest(
+            "All member_of parameters must be associated with resources. "
+            "Found the following orphaned member_of keys: %s"
+            % ", ".join(orphans["member_of"]))
+    if resourceless and any(g.resources for g in groups):
+        raise errors.BadRequest("All request groups must specify resources.")
+
+
 def _check_structure(groups: Sequence[RequestGroup],
                      same_subtree: Sequence[tuple[str, ...]],
                      group_policy: str | None) -> None:
@@ -254,6 +277,8 @@ def parse(pairs: Iterable[tuple[str, str]], version: Version) -> CandidateQuery:
     limits = _values(pairs, "limit")
     policies = _values(pairs, "group_policy")
     group_policy = policies[-1] if policies else None
+    if version < SAME_SUBTREE_SINCE:
+        _check_orphans(pairs, groups)
     _check_structure(groups, same_subtree, group_policy)
     return CandidateQuery(
         groups=groups,

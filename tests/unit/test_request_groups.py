@@ -125,6 +125,18 @@ def test_parameters_ignored_before_their_version(
      "Resourceless suffixed group request should be specified in "
      "`same_subtree` query param: bad group(s) - ['2'].",
      errors.QUERYPARAM_BAD_VALUE),
+    # Before 1.36 groups without resources are refused outright.
+    ("resources1=VCPU:1&required3=A&required2=B&member_of2=%s" % AGG1, (1, 35),
+     "All traits parameters must be associated with resources.  Found the "
+     "following orphaned traits keys: required3, required2", errors.DEFAULT),
+    ("resources1=VCPU:1&member_of2=%s" % AGG1, (1, 35),
+     "All member_of parameters must be associated with resources. Found the "
+     "following orphaned member_of keys: member_of2", errors.DEFAULT),
+    ("resources1=VCPU:1&in_tree2=%s" % AGG1, (1, 35),
+     "All request groups must specify resources.", errors.DEFAULT),
+    ("required2=A", (1, 35),
+     "All traits parameters must be associated with resources.  Found the "
+     "following orphaned traits keys: required2", errors.DEFAULT),
     ("resources1=VCPU:1&required=A", LATEST,
      "Resourceless suffixed group request should be specified in "
      "`same_subtree` query param: bad group(s) - [''].",
