@@ -48,14 +48,29 @@ class PlacementApp:
         req.ctx = RequestContext.from_environ(environ, config=self.conf, db=self.db)
         environ[request_log.CONTEXT_ENVIRON] = req.ctx
         try:
-            handler, urlvars = self.router.dispatch(
+            _check_content_headers(environ)
+            route, handler, urlvars = self.router.resolve(
                 req.method, req.path_info, req.version)
-            _check_accept(req)
+            if route.checks_accept:
+                _check_accept(req)
             req.urlvars = urlvars
             resp = handler(req)
         except errors.ApiError as exc:
             resp = error_response(environ, exc)
         return resp(environ, start_response)
+
+
+def _check_content_headers(environ: dict[str, Any]) -> None:
+    """400 for a body without a content type (or an unreadable length), for
+    every request and before routing, as Placement does; whether the type
+    is JSON is the business of the handlers that read a body (415)."""
+    length = environ.get("CONTENT_LENGTH")
+    try:
+        has_body = bool(length) and int(length) > 0
+    except ValueError:
+        raise errors.BadRequest("content-length header must be an integer") from None
+    if has_body and not environ.get("CONTENT_TYPE"):
+        raise errors.BadRequest("content-type header required when content-length > 0")
 
 
 def _check_accept(req: PlacementRequest) -> None:

@@ -13,7 +13,7 @@ reuse one, keep one symbol per value.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 import webob.exc
 
@@ -78,12 +78,10 @@ class MethodNotAllowed(ApiError):
     status = 405
     title = "Method Not Allowed"
 
-    def __init__(self, allowed: list[str]) -> None:
-        allow = ", ".join(allowed)
-        super().__init__(
-            "The method specified is not allowed for this resource.",
-            headers={"Allow": allow},
-        )
+    def __init__(self, allowed: list[str],
+                 detail: str = "The method specified is not allowed for this resource."
+                 ) -> None:
+        super().__init__(detail, headers={"Allow": ", ".join(allowed)})
 
 
 class NotAcceptable(ApiError):
@@ -116,17 +114,30 @@ class ServiceUnavailable(ApiError):
     title = "Service Unavailable"
 
 
-def full_detail(status: int, detail: str) -> str:
+def full_detail(status: int, detail: str,
+                environ: Mapping[str, Any] | None = None) -> str:
     """The ``detail`` text as Placement clients see it.
 
-    Placement's errors are webob HTTP exceptions, whose plain-text body puts
-    the status's stock explanation before the specific message.  Clients and
-    tests match on that text, so we build it the same way from webob's own
-    explanations.
+    Placement's errors are webob HTTP exceptions, and the ``detail`` of its
+    JSON errors is the exception's body template, filled in and stripped of
+    markup: usually the status's stock explanation, then the specific
+    message; for 405, 406 and 415 a sentence naming the request's method,
+    accepted type or media type instead.  Clients and tests match on that
+    text, so we fill in webob's own templates with the request's environ.
     """
     exc_class = webob.exc.status_map.get(status)
-    explanation = getattr(exc_class, "explanation", "") if exc_class else ""
-    return f"{explanation}\n\n {detail}  "
+    if exc_class is None:
+        return "\n\n %s  " % detail
+    values = dict(environ or {})
+    # Placement asks for JSON errors by setting a missing or "*/*" Accept to
+    # application/json, and the 406 sentence shows that value.
+    if values.get("HTTP_ACCEPT", "*/*") == "*/*":
+        values["HTTP_ACCEPT"] = "application/json"
+    values.setdefault("REQUEST_METHOD", "GET")
+    values.setdefault("CONTENT_TYPE", "")
+    exc = exc_class(detail=detail)
+    body = exc._make_body(values, webob.exc.no_escape)  # the template, filled in
+    return str(webob.exc.strip_tags(body))
 
 
 def render(
@@ -137,16 +148,19 @@ def render(
     code: str = DEFAULT,
     version: tuple[int, int] | None = None,
     extra: dict[str, Any] | None = None,
+    environ: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The JSON body of every error response.
 
     ``code`` is included when the negotiated microversion is 1.23 or later;
     an error raised before negotiation (``version`` None) leaves it out.
+    ``environ`` is the request's, for the sentences that name its method,
+    accepted type or media type.
     """
     error: dict[str, Any] = {
         "status": status,
         "title": title,
-        "detail": full_detail(status, detail),
+        "detail": full_detail(status, detail, environ),
         "request_id": request_id,
     }
     if version is not None and version >= CODES_SINCE:

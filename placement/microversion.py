@@ -70,6 +70,9 @@ def format_version(version: Version) -> str:
     return "%d.%d" % version
 
 
+_VERSION_STRINGS = [format_version(version) for version, _ in VERSIONS]
+
+
 def parse_version(text: str) -> Version:
     """``"1.10"`` -> ``(1, 10)``; ``latest`` -> the maximum.
 
@@ -78,37 +81,34 @@ def parse_version(text: str) -> Version:
     if text == "latest":
         return MAX_VERSION
     try:
-        major, minor = text.split(".")
-        if not (major.isdigit() and minor.isdigit()):
-            raise ValueError(text)
-        return int(major), int(minor)
-    except ValueError:
-        raise errors.BadRequest(
-            "invalid version string: %s" % text
-        ) from None
+        parsed = microversion_parse.parse_version_string(text)
+    except TypeError as exc:
+        raise errors.BadRequest("Invalid microversion: %s" % exc) from None
+    return parsed.major, parsed.minor
 
 
 def negotiate(headers: Mapping[str, str]) -> Version:
     """The version a request asks for, checked against our bounds.
 
-    Malformed -> 400; outside [MIN, MAX] -> 406 naming the bounds.
+    No header means the minimum.  Malformed -> 400; not one of ours -> 406
+    naming the bounds.  microversion-parse does the parsing, so that the
+    messages are word for word those clients know ("Invalid microversion:
+    invalid version string: ...", "... Unacceptable version header: ...").
     """
     try:
-        text = microversion_parse.get_version(headers, service_type=SERVICE_TYPE)
+        parsed = microversion_parse.extract_version(
+            headers, SERVICE_TYPE, _VERSION_STRINGS)
+    except TypeError as exc:
+        raise errors.BadRequest("Invalid microversion: %s" % exc) from None
     except ValueError as exc:
-        raise errors.BadRequest("invalid version string: %s" % exc) from None
-    if text is None:
-        return MIN_VERSION
-    version = parse_version(text.strip())
-    if not MIN_VERSION <= version <= MAX_VERSION:
         raise errors.NotAcceptable(
-            "Unacceptable version header: %s" % text,
+            "Invalid microversion: %s" % exc,
             extra={
                 "max_version": format_version(MAX_VERSION),
                 "min_version": format_version(MIN_VERSION),
             },
-        )
-    return version
+        ) from None
+    return parsed.major, parsed.minor
 
 
 def response_headers(version: Version) -> dict[str, str]:

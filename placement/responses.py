@@ -64,8 +64,10 @@ def json(
 
 
 def no_content() -> webob.Response:
+    """204; with ``Content-Length: 0``, as Placement sends it."""
     resp = webob.Response(status=204, charset=None)
     del resp.content_type
+    resp.content_length = 0
     return resp
 
 
@@ -73,5 +75,6 @@ def created(location: str) -> webob.Response:
     """201 with a ``Location`` and no body (creation before 1.20 and the like)."""
     resp = webob.Response(status=201, charset=None)
     del resp.content_type
+    resp.content_length = 0
     resp.headers["Location"] = location
     return resp

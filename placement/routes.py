@@ -37,12 +37,16 @@ class Route:
     handler: str
     min_version: Version = (1, 0)
     public: bool = False
+    # Whether an Accept header that excludes JSON is refused with 406.
+    # Placement checks it on the reads that answer with a document, not on
+    # writes, nor on the root document or the (bodiless) trait check.
+    checks_accept: bool = True
 
 
 _RP = "/resource_providers/{uuid}"
 
 ROUTES: tuple[Route, ...] = (
-    Route("GET", "/", "root:home", public=True),
+    Route("GET", "/", "root:home", public=True, checks_accept=False),
     # Resource providers.
     Route("GET", "/resource_providers", "resource_provider:list_providers"),
     Route("POST", "/resource_providers", "resource_provider:create_provider"),
@@ -77,7 +81,7 @@ ROUTES: tuple[Route, ...] = (
           "resource_class:delete_resource_class", (1, 2)),
     # Traits.
     Route("GET", "/traits", "trait:list_traits", (1, 6)),
-    Route("GET", "/traits/{name}", "trait:show_trait", (1, 6)),
+    Route("GET", "/traits/{name}", "trait:show_trait", (1, 6), checks_accept=False),
     Route("PUT", "/traits/{name}", "trait:create_trait", (1, 6)),
     Route("DELETE", "/traits/{name}", "trait:delete_trait", (1, 6)),
     # Allocations, usages, candidates, reshaper.
@@ -128,9 +132,19 @@ class Router:
     def dispatch(
         self, method: str, path: str, version: Version
     ) -> tuple[Handler, dict[str, str]]:
+        _route, handler, urlvars = self.resolve(method, path, version)
+        return handler, urlvars
+
+    def resolve(
+        self, method: str, path: str, version: Version
+    ) -> tuple[Route, Handler, dict[str, str]]:
+        """The route, handler and URL variables for a request; 404 or 405."""
+        # The details are Placement's: nothing more than the stock
+        # explanation for an unknown or not-yet-existing URL, and for a
+        # method newer than the request's version.
         found = self._match(path or "/")
         if found is None:
-            raise errors.NotFound("The resource could not be found.")
+            raise errors.NotFound("")
         template, urlvars = found
         available = [
             (route, handler)
@@ -138,11 +152,14 @@ class Router:
             if route.min_version <= version
         ]
         if not available:
-            raise errors.NotFound("The resource could not be found.")
+            raise errors.NotFound("")
         for route, handler in available:
             if route.method == method:
-                return handler, urlvars
-        raise errors.MethodNotAllowed(sorted(route.method for route, _ in available))
+                return route, handler, urlvars
+        allowed = sorted(route.method for route, _ in available)
+        if any(route.method == method for route, _ in self._by_path[template]):
+            raise errors.MethodNotAllowed(allowed, detail="")
+        raise errors.MethodNotAllowed(allowed)
 
 
 def provider_url(uuid: str) -> str:

@@ -21,7 +21,6 @@ def home(req: PlacementRequest) -> webob.Response:
         "status": "CURRENT",
         "links": [{"rel": "self", "href": ""}],
     }
-    resp = webob.Response(status=200, charset=None)
-    resp.content_type = "application/json"
-    resp.body = responses.dumps({"versions": [version]})
-    return resp
+    # From 1.15 it carries the caching headers like every other document
+    # (last-modified is the time of the request: nothing stored changes it).
+    return responses.json(req, {"versions": [version]})

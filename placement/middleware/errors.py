@@ -25,6 +25,7 @@ def error_response(environ: dict[str, Any], exc: errors.ApiError) -> webob.Respo
         code=exc.code,
         version=version,
         extra=exc.extra,
+        environ=environ,
     )
     for name, value in exc.headers.items():
         resp.headers[name] = value

@@ -27,13 +27,13 @@ MAX_INT = 2147483647
 def obj(required: list[str] | None = None, additional: bool = False,
         **properties: Schema) -> Schema:
     """An object schema with these properties."""
-    schema: Schema = {
-        "type": "object",
-        "properties": properties,
-        "additionalProperties": additional,
-    }
+    # Key order matters: a validation error quotes the schema, and clients
+    # see it in the same order as Placement's (required before
+    # additionalProperties).
+    schema: Schema = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
+    schema["additionalProperties"] = additional
     return schema
 
 

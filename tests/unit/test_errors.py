@@ -124,3 +124,37 @@ def test_render_merges_extra_members() -> None:
                     extra={"min_version": "1.0", "max_version": "1.39"})
     assert error["min_version"] == "1.0"
     assert error["max_version"] == "1.39"
+
+
+def test_full_detail_of_405_names_the_method() -> None:
+    text = errors.full_detail(405, "The method specified is not allowed for this resource.",
+                              {"REQUEST_METHOD": "PATCH"})
+    assert text == ("The method PATCH is not allowed for this resource. \n\n"
+                    " The method specified is not allowed for this resource.")
+
+
+def test_full_detail_of_415_names_the_media_type() -> None:
+    text = errors.full_detail(415, "use json", {"CONTENT_TYPE": "text/plain"})
+    assert text == ("The request media type text/plain is not supported by this server. "
+                    "\n\n use json")
+
+
+@pytest.mark.parametrize("accept, shown", [
+    (None, "application/json"), ("*/*", "application/json"), ("text/plain", "text/plain"),
+])
+def test_full_detail_of_406_names_the_accepted_type(accept: str | None, shown: str) -> None:
+    environ = {} if accept is None else {"HTTP_ACCEPT": accept}
+    text = errors.full_detail(406, "Only application/json is provided", environ)
+    assert text == ("The resource could not be generated that was acceptable to your "
+                    "browser (content of type %s. \n\n Only application/json is provided"
+                    % shown)
+
+
+def test_full_detail_with_no_specific_message() -> None:
+    assert errors.full_detail(404, "") == "The resource could not be found.\n\n   "
+
+
+def test_method_not_allowed_detail_can_be_empty() -> None:
+    exc = errors.MethodNotAllowed(["GET"], detail="")
+    assert exc.detail == ""
+    assert exc.headers == {"Allow": "GET"}

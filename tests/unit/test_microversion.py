@@ -37,13 +37,14 @@ def test_parse_version(text: str, expected: tuple[int, int]) -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "", "1", "1.", ".1", "1.a", "a.1", "1.2.3", "-1.2", "1.-2", "1,2", " ", "LATEST",
+    "", "1", "1.", ".1", "1.a", "a.1", "1.2.3", "1,2", " ", "LATEST",
 ])
 def test_parse_version_rejects_malformed(text: str) -> None:
     with pytest.raises(errors.BadRequest) as info:
         microversion.parse_version(text)
     assert info.value.status == 400
-    assert "invalid version string" in info.value.detail
+    assert info.value.detail.startswith(
+        "Invalid microversion: invalid version string: %s; " % text)
 
 
 def test_versions_compare_numerically_not_as_text() -> None:
@@ -68,20 +69,37 @@ def test_negotiate(value: str, expected: tuple[int, int]) -> None:
     assert _negotiate(value) == expected
 
 
-@pytest.mark.parametrize("value", ["placement 1.a", "placement 1", "placement one.two"])
-def test_negotiate_malformed_is_400(value: str) -> None:
-    with pytest.raises(errors.BadRequest):
+@pytest.mark.parametrize("value, detail", [
+    ("placement 1.a", "invalid version string: 1.a; invalid literal for int() "
+                      "with base 10: 'a'"),
+    ("placement 1.1.1", "invalid version string: 1.1.1; invalid literal for int() "
+                        "with base 10: '1.1'"),
+    ("placement LATEST", "invalid version string: LATEST; invalid literal for int() "
+                         "with base 10: 'LATEST'"),
+    ("placement 1", "invalid version string: 1; Version.__new__() missing 1 "
+                    "required positional argument: 'minor'"),
+])
+def test_negotiate_malformed_is_400(value: str, detail: str) -> None:
+    # Word for word as Placement (through microversion-parse) says it.
+    with pytest.raises(errors.BadRequest) as info:
         _negotiate(value)
+    assert info.value.detail == "Invalid microversion: " + detail
+
+
+def test_leading_zeros_and_spaces_are_tolerated() -> None:
+    assert _negotiate("placement 01.02") == (1, 2)
+    assert _negotiate("placement  1.2") == (1, 2)
 
 
 @pytest.mark.parametrize("value", ["placement 1.40", "placement 0.9", "placement 2.0",
-                                   "placement 1.999"])
+                                   "placement 1.999", "placement -1.2"])
 def test_negotiate_out_of_range_is_406_naming_the_bounds(value: str) -> None:
     with pytest.raises(errors.NotAcceptable) as info:
         _negotiate(value)
     exc = info.value
     assert exc.status == 406
-    assert exc.detail.startswith("Unacceptable version header: ")
+    assert exc.detail == "Invalid microversion: Unacceptable version header: %s" % (
+        value.split()[1])
     assert exc.extra == {"min_version": "1.0", "max_version": "1.39"}
 
 
