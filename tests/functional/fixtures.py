@@ -31,6 +31,9 @@ Fixture classes:
 ``RandomizedCandidatesFixture`` / ``CappedCandidatesFixture``
     ``[placement] randomize_allocation_candidates = True`` /
     ``max_allocation_candidates = 2``.
+``BreadthFirstCandidatesFixture``
+    ``[placement] max_allocation_candidates = 2`` and
+    ``allocation_candidates_generation_strategy = breadth-first``.
 """
 
 from __future__ import annotations
@@ -190,11 +193,18 @@ class CappedCandidatesFixture(APIFixture):
         return {"placement": {"max_allocation_candidates": 2}}
 
 
+class BreadthFirstCandidatesFixture(APIFixture):
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        return {"placement": {
+            "max_allocation_candidates": 2,
+            "allocation_candidates_generation_strategy": "breadth-first"}}
+
+
 _FIXTURES = (APIFixture, LegacyPolicyFixture, OpenPolicyFixture,
              ClosedPolicyFixture, OperatorRolePolicyFixture, CORSFixture,
              BehindProxyFixture, SmallBodyLimitFixture,
              RandomizedCandidatesFixture,
-             CappedCandidatesFixture)
+             CappedCandidatesFixture, BreadthFirstCandidatesFixture)
 
 
 def module_for(backend: str) -> types.ModuleType:
