@@ -113,3 +113,14 @@ def test_response_headers() -> None:
         "OpenStack-API-Version": "placement 1.23",
         "Vary": "openstack-api-version",
     }
+
+
+def test_history_page_describes_every_version() -> None:
+    # api-ref/source/history.rst has one section per version, in order.
+    from pathlib import Path
+
+    page = Path(__file__).parents[2] / "api-ref" / "source" / "history.rst"
+    lines = page.read_text().splitlines()
+    titles = [line for line, under in zip(lines, lines[1:], strict=False)
+              if under and set(under) == {"="} and line[:1].isdigit()]
+    assert titles == [microversion.format_version(v) for v, _ in microversion.VERSIONS]
