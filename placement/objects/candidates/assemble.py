@@ -26,11 +26,12 @@ for an anchor before it is reached, so ``limit`` and
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from typing import Callable, Iterator, NamedTuple
 
-from placement.objects.candidates.trees import Forest, Provider
+from placement.objects.candidates.trees import Forest, Inventory, Provider
 from placement.request_groups import CandidateQuery, RequestGroup
 
 DEPTH_FIRST = "depth-first"
@@ -62,6 +63,15 @@ def _in_aggregates(aggregates: set[str], group: RequestGroup) -> bool:
         if any_of.isdisjoint(aggregates):
             return False
     return group.not_member_of.isdisjoint(aggregates)
+
+
+def _serves_all(inventories: dict[str, Inventory],
+                resources: tuple[tuple[str, int], ...]) -> bool:
+    for name, amount in resources:
+        inventory = inventories.get(name)
+        if inventory is None or not inventory.fits(amount):
+            return False
+    return True
 
 
 def _tree_of(forest: Forest, group: RequestGroup) -> int | None | bool:
@@ -96,13 +106,12 @@ class _GroupSearch:
         group = self.group
         by_anchor: dict[int, list[int]] = {}
         positive = bool(group.required or group.member_of)
+        resources = group.resources
         for provider in self.forest.providers.values():
-            if group.resources:
+            if resources:
                 if tree is not None and provider.root_id != tree:
                     continue
-                inventories = provider.inventories
-                if not all(name in inventories and inventories[name].fits(amount)
-                           for name, amount in group.resources):
+                if not _serves_all(provider.inventories, resources):
                     continue
             elif not positive:
                 # A resourceless group only finds providers by what they
@@ -233,7 +242,16 @@ class Assembler:
         # Before microversion 1.29 a candidate takes at most one provider
         # from any tree.
         self.nested = nested
-        self.searches = [_GroupSearch(forest, group) for group in query.groups]
+        # Groups that differ only by suffix (four "VGPU:1" groups, say) have
+        # the same choices: search once.
+        by_content: dict[RequestGroup, _GroupSearch] = {}
+        for group in query.groups:
+            content = dataclasses.replace(group, suffix=group.suffix and "_")
+            if content not in by_content:
+                by_content[content] = _GroupSearch(forest, group)
+        self.searches = [
+            by_content[dataclasses.replace(group, suffix=group.suffix and "_")]
+            for group in query.groups]
         anchors = set(self.searches[0].anchors)
         for search in self.searches[1:]:
             anchors &= search.anchors

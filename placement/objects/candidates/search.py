@@ -14,6 +14,7 @@ happens in memory in :mod:`.assemble`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterator, Sequence
 
 import sqlalchemy as sa
@@ -65,19 +66,38 @@ def _usage_of_inventory() -> sa.ScalarSelect[Any]:
     )
 
 
-def _roots_with_classes(class_ids: Sequence[int]) -> sa.Select[Any]:
-    """Roots of the trees having inventory of any of these classes.
+def _roots(by_class: bool) -> Any:
+    """The trees to load: a subquery of the roots of the trees having
+    inventory of any class of the ``class_ids`` parameter, or the
+    ``root_ids`` parameter itself.
 
     Capacity is checked in memory, where the inventories are needed anyway
     for the summaries: the database only narrows the search to trees that
     may play a part.
     """
+    if not by_class:
+        return sa.bindparam("root_ids", expanding=True)
     holder = _RP.alias("holder")
+    holder_inventory = _INV.alias("holder_inventory")
     return (
         sa.select(holder.c.root_provider_id)
-        .join(_INV, _INV.c.resource_provider_id == holder.c.id)
-        .where(_INV.c.resource_class_id.in_(sorted(set(class_ids))))
+        .join(holder_inventory,
+              holder_inventory.c.resource_provider_id == holder.c.id)
+        .where(holder_inventory.c.resource_class_id.in_(
+            sa.bindparam("class_ids", expanding=True)))
     )
+
+
+@functools.cache
+def _statement(kind: str, by_class: bool, with_aggregates: bool = False) -> Any:
+    """The statements of the search, built once: SQLAlchemy then finds their
+    compiled form in its cache instead of rebuilding and hashing them."""
+    roots = _roots(by_class)
+    if kind == "inventories":
+        return _providers_with_inventories(roots)
+    if kind == "traits":
+        return _traits_and_aggregates(roots, with_aggregates)
+    return _aggregates(roots)
 
 
 def _providers_with_inventories(roots: Any) -> sa.Select[Any]:
@@ -137,12 +157,13 @@ def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
         yield list(ids[start:start + _CHUNK])
 
 
-def _load(conn: sa.engine.Connection, roots: Any, with_aggregates: bool,
-          providers: dict[int, Provider]) -> None:
-    """Add the providers of the trees ``roots`` selects to ``providers``."""
+def _load(conn: sa.engine.Connection, params: dict[str, list[int]],
+          with_aggregates: bool, providers: dict[int, Provider]) -> None:
+    """Add the providers of the trees ``params`` names to ``providers``."""
+    by_class = "class_ids" in params
     for (id_, uuid, parent_id, root_id, class_name, total, reserved, min_unit,
          max_unit, step_size, ratio, used) in conn.execute(
-            _providers_with_inventories(roots)).all():
+            _statement("inventories", by_class), params).all():
         provider = providers.get(id_)
         if provider is None:
             provider = providers[id_] = Provider(id_, uuid, parent_id, root_id)
@@ -150,7 +171,7 @@ def _load(conn: sa.engine.Connection, roots: Any, with_aggregates: bool,
             provider.inventories[class_name] = Inventory(
                 total, reserved, min_unit, max_unit, step_size, ratio, int(used))
     for provider_id, kind, value in conn.execute(
-            _traits_and_aggregates(roots, with_aggregates)).all():
+            _statement("traits", by_class, with_aggregates), params).all():
         if kind == "t":
             providers[provider_id].traits.add(value)
         else:
@@ -167,18 +188,18 @@ def load_forest(conn: sa.engine.Connection, class_ids: Sequence[int],
     sharing providers are involved.
     """
     providers: dict[int, Provider] = {}
-    roots = _roots_with_classes(class_ids)
-    _load(conn, roots, with_aggregates, providers)
+    params = {"class_ids": sorted(set(class_ids))}
+    _load(conn, params, with_aggregates, providers)
     sharing = [p.id for p in providers.values() if SHARING_TRAIT in p.traits]
     if sharing:
         if not with_aggregates:
             for provider_id, _kind, agg_uuid in conn.execute(
-                    _aggregates(roots)).all():
+                    _statement("aggregates", True), params).all():
                 providers[provider_id].aggregates.add(agg_uuid)
         known = {p.root_id for p in providers.values()}
         more = [root for (root,) in conn.execute(
             _sharing_neighbour_roots(sharing)).all() if root not in known]
         for chunk in _chunks(more):
-            _load(conn, chunk, True, providers)
+            _load(conn, {"root_ids": chunk}, True, providers)
     return Forest(providers.values())
 
