@@ -64,7 +64,7 @@ def _check_content_headers(environ: dict[str, Any]) -> None:
     """400 for a body without a content type (or an unreadable length), for
     every request and before routing, as Placement does; whether the type
     is JSON is the business of the handlers that read a body (415)."""
-    length = environ.get("CONTENT_LENGTH")
+    length = environ.get("CONTENT_LENGTH") or ""
     try:
         has_body = bool(length) and int(length) > 0
     except ValueError:

@@ -97,7 +97,7 @@ def negotiate(headers: Mapping[str, str]) -> Version:
     """
     try:
         parsed = microversion_parse.extract_version(
-            headers, SERVICE_TYPE, _VERSION_STRINGS)
+            dict(headers), SERVICE_TYPE, _VERSION_STRINGS)
     except TypeError as exc:
         raise errors.BadRequest("Invalid microversion: %s" % exc) from None
     except ValueError as exc:

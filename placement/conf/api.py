@@ -4,7 +4,7 @@ from oslo_config import cfg
 
 GROUP = cfg.OptGroup("api", title="API options")
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.StrOpt(
         "auth_strategy",
         default="keystone",

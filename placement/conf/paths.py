@@ -2,7 +2,7 @@
 
 from oslo_config import cfg
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.StrOpt(
         "state_path",
         default="$pybasedir",

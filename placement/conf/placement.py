@@ -6,7 +6,7 @@ GROUP = cfg.OptGroup("placement", title="Placement service options")
 
 _NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.BoolOpt(
         "randomize_allocation_candidates",
         default=False,

@@ -34,13 +34,13 @@ class FaultWrapper:
             reason = connection_problem(err)
             if reason is not None:
                 LOG.error("database unavailable: %s", reason)
-                exc = errors.ServiceUnavailable(
+                unavailable = errors.ServiceUnavailable(
                     "The placement database is unavailable; try again later."
                 )
-                return error_response(environ, exc)(environ, start_response)
+                return error_response(environ, unavailable)(environ, start_response)
             LOG.exception("unexpected error handling %s %s",
                           environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
-            exc = errors.InternalServerError(
+            fault = errors.InternalServerError(
                 "An unexpected error occurred: %s" % type(err).__name__
             )
-            return error_response(environ, exc)(environ, start_response)
+            return error_response(environ, fault)(environ, start_response)
