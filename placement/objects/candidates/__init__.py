@@ -61,16 +61,58 @@ def find(ctx: Any, query: CandidateQuery, *, limit: int | None = None,
     trait_names: set[str] = set(query.root_required | query.root_forbidden)
     for group in query.groups:
         trait_names |= group.trait_names
+    limit = query.limit if limit is None else limit
+    bound = _bound(limit, randomize, max_candidates, strategy)
     with ctx.db.reader() as conn:
         classes, traits = search.check_names(
             conn, query.resource_class_names, sorted(trait_names))
         _check_names(query, classes, traits)
+        class_ids = [classes[name] for name in query.resource_class_names]
         needs_aggregates = any(g.member_of or g.not_member_of for g in query.groups)
-        forest = search.load_forest(
-            conn, [classes[name] for name in query.resource_class_names],
-            needs_aggregates)
+        roots = search.candidate_roots(conn, class_ids) if bound else None
+        if roots is not None and bound is not None:
+            return _in_batches(conn, query, roots, bound, needs_aggregates, nested)
+        forest = search.load_forest(conn, class_ids, needs_aggregates)
     assembler = assemble.Assembler(forest, query, nested)
     combinations = assemble.select(
-        assembler, limit=query.limit if limit is None else limit,
-        randomize=randomize, max_candidates=max_candidates, strategy=strategy)
+        assembler, limit=limit, randomize=randomize,
+        max_candidates=max_candidates, strategy=strategy)
     return Candidates(tuple(combinations), forest, query)
+
+
+def _bound(limit: int | None, randomize: bool, max_candidates: int,
+           strategy: str) -> int | None:
+    """How many candidates the answer takes when they can be found a batch
+    of trees at a time: depth-first and not shuffled (shuffling needs them
+    all, breadth-first visits every tree)."""
+    if randomize or strategy != assemble.DEPTH_FIRST:
+        return None
+    bounds = [b for b in (limit, assemble.generation_bound(max_candidates))
+              if b is not None]
+    return min(bounds) if bounds else None
+
+
+# Trees loaded by the first batch; each further batch is twice as large.
+FIRST_BATCH = 16
+
+
+def _in_batches(conn: Any, query: CandidateQuery, roots: list[int], bound: int,
+                with_aggregates: bool, nested: bool) -> Candidates:
+    """Candidates from trees loaded a batch at a time, in root order, until
+    ``bound`` are found: a small limit reads few trees whatever the size of
+    the deployment.  Same candidates, in the same order, as loading every
+    tree at once would give."""
+    found: list[Combination] = []
+    providers: list[Provider] = []
+    start, size = 0, FIRST_BATCH
+    while start < len(roots) and len(found) < bound:
+        forest = search.load_trees(conn, roots[start:start + size], with_aggregates)
+        assembler = assemble.Assembler(forest, query, nested)
+        more = assemble.select(assembler, limit=bound - len(found),
+                               randomize=False, max_candidates=-1,
+                               strategy=assemble.DEPTH_FIRST)
+        if more:
+            found += more
+            providers += forest.providers.values()
+        start, size = start + size, size * 2
+    return Candidates(tuple(found), Forest(providers), query)

@@ -389,6 +389,13 @@ def _unique(stream: Iterator[Combination]) -> Iterator[Combination]:
             yield combination
 
 
+def generation_bound(max_candidates: int) -> int | None:
+    """How many candidates ``max_allocation_candidates`` lets a request
+    generate: -1 (any negative) is no bound; Placement checks the bound
+    after taking a candidate, so 0 still gives one."""
+    return max(max_candidates, 1) if max_candidates >= 0 else None
+
+
 def select(assembler: Assembler, *, limit: int | None, randomize: bool,
            max_candidates: int, strategy: str,
            shuffle: Callable[[list[Combination]], None] = random.shuffle
@@ -401,7 +408,7 @@ def select(assembler: Assembler, *, limit: int | None, randomize: bool,
     before the limit applies.
     """
     stream = assembler.generate(strategy)
-    bound = max_candidates if max_candidates > 0 else None
+    bound = generation_bound(max_candidates)
     if not randomize and limit is not None:
         bound = limit if bound is None else min(bound, limit)
     combinations = list(itertools.islice(stream, bound))

@@ -7,6 +7,9 @@
    when the request needs them, aggregates (a second query).  Only when
    sharing providers turn up do one or two more queries load the trees
    sharing their aggregates.
+3. Or, when the answer is bounded (``limit``), :func:`candidate_roots`
+   lists those trees and :func:`load_trees` loads them a batch at a time,
+   until enough candidates are found.
 
 Everything else (which provider serves which group, combinations, limits)
 happens in memory in :mod:`.assemble`.
@@ -176,6 +179,41 @@ def _load(conn: sa.engine.Connection, params: dict[str, list[int]],
             providers[provider_id].traits.add(value)
         else:
             providers[provider_id].aggregates.add(value)
+
+
+def candidate_roots(conn: sa.engine.Connection, class_ids: Sequence[int]
+                    ) -> list[int] | None:
+    """Roots of the trees with inventory of a requested class, in id order;
+    None when some sharing provider has such inventory (its trees cannot
+    then be taken one batch at a time)."""
+    params = {"class_ids": sorted(set(class_ids))}
+    if conn.execute(_sharing_with_classes(), params).first() is not None:
+        return None
+    return sorted({root for (root,) in conn.execute(
+        sa.select(_roots(True).subquery().c.root_provider_id), params).all()})
+
+
+@functools.cache
+def _sharing_with_classes() -> sa.Select[Any]:
+    return (
+        sa.select(_INV.c.resource_provider_id)
+        .join(_RP_TRAITS,
+              _RP_TRAITS.c.resource_provider_id == _INV.c.resource_provider_id)
+        .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
+        .where(_TRAITS.c.name == SHARING_TRAIT,
+               _INV.c.resource_class_id.in_(
+                   sa.bindparam("class_ids", expanding=True)))
+        .limit(1)
+    )
+
+
+def load_trees(conn: sa.engine.Connection, roots: list[int],
+               with_aggregates: bool) -> Forest:
+    """These trees, fully loaded (no sharing provider may be among them)."""
+    providers: dict[int, Provider] = {}
+    for chunk in _chunks(roots):
+        _load(conn, {"root_ids": chunk}, with_aggregates, providers)
+    return Forest(providers.values())
 
 
 def load_forest(conn: sa.engine.Connection, class_ids: Sequence[int],
