@@ -3,10 +3,9 @@ without ever overcommitting a provider.
 
 How a write stays right under concurrency (``replace_all``):
 
-1. *Prepare*, in a read transaction: resolve provider uuids and class
-   names to ids, guess which providers the consumers hold allocations on
-   now, and make sure the projects, users and consumer types exist
-   (``consumer.ensure_identities``, each in its own short transaction).
+1. *Plan* (one query; see :func:`writing`): resolve provider uuids and
+   class names to ids, and guess which providers the consumers hold
+   allocations on now.
 2. *Write*, in one writer transaction whose first statement is
    ``db.api.lock_providers`` on every provider involved, in id order.
    Writers of the same providers queue there (SQLite: the whole database,
@@ -16,7 +15,8 @@ How a write stays right under concurrency (``replace_all``):
    consumer generations, compare the usage the write would leave with
    capacity, delete the consumers' old allocations (by primary key, so
    MySQL takes no gap locks), insert the new ones in one batch, save the
-   consumers with a compare-and-swap on their generation, and increment
+   consumers with a compare-and-swap on their generation (creating missing
+   projects, users and consumer types on the way), and increment
    the generation of every provider whose allocations changed, old and
    new.
 3. A deadlock, a consumer changed or created concurrently, or a provider
@@ -25,7 +25,7 @@ How a write stays right under concurrency (``replace_all``):
    ``[placement] allocation_conflict_retry_count`` times.  Nothing is ever
    retried inside a transaction that failed.
 
-The reshaper uses the same pieces (:func:`prepare`, :func:`begin_in`,
+The reshaper uses the same pieces (:func:`writing`, :func:`begin_in`,
 :func:`check_claims_in`, :func:`check_capacity_in`, :func:`apply_in`,
 :func:`bump_providers_in`)
 around its inventory changes.
@@ -34,12 +34,13 @@ around its inventory changes.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import datetime
 import logging
 import random
 import time
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
@@ -92,7 +93,7 @@ class Allocation:
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """What :func:`prepare` resolved before the write transaction."""
+    """What a write resolved before taking its locks (see :func:`writing`)."""
 
     claims: tuple[ConsumerClaim, ...]
     provider_ids: dict[str, int]
@@ -100,7 +101,11 @@ class Plan:
     class_ids: dict[str, int]
     missing_class: str | None
     lock_ids: frozenset[int]
-    writes: tuple[consumer_obj.ConsumerWrite, ...]
+    # Other providers locked, by uuid (those whose inventories a reshape
+    # replaces); unknown ones are absent.
+    also_locked: dict[str, int]
+    # Project and user of consumers created before microversion 1.8.
+    incomplete: tuple[str, str]
 
     @property
     def consumer_uuids(self) -> list[str]:
@@ -108,20 +113,11 @@ class Plan:
 
 
 @dataclasses.dataclass(frozen=True)
-class _OldAllocation:
-    id: int
-    consumer_id: str
-    resource_provider_id: int
-    resource_class_id: int
-    used: int
-
-
-@dataclasses.dataclass(frozen=True)
 class WriteState:
     """What :func:`begin_in` read under the provider locks."""
 
     stored: dict[str, consumer_obj.StoredConsumer]
-    old: tuple[_OldAllocation, ...]
+    old: tuple[consumer_obj.StoredAllocation, ...]
 
     @property
     def old_provider_ids(self) -> set[int]:
@@ -159,85 +155,91 @@ def with_retries(ctx: Any, attempt: Callable[[], T]) -> T:
     raise exceptions.AllocationsConflict()
 
 
-def _provider_ids(conn: sa.engine.Connection, uuids: Sequence[str]
-                  ) -> tuple[dict[str, int], str | None]:
-    """``{uuid: id}`` of those that exist, and the first unknown uuid in the
-    given order (reported after the generation checks, as clients expect)."""
-    if not uuids:
-        return {}, None
-    rows = conn.execute(sa.select(_RP.c.uuid, _RP.c.id)
-                        .where(_RP.c.uuid.in_(sorted(set(uuids))))).all()
-    found = {uuid: id_ for uuid, id_ in rows}
-    missing = [uuid for uuid in uuids if uuid not in found]
-    return found, missing[0] if missing else None
+def _lookups(conn: sa.engine.Connection, provider_uuids: Sequence[str],
+             consumer_uuids: Sequence[str], class_names: set[str]
+             ) -> tuple[dict[str, int], set[int], dict[str, int]]:
+    """Provider ids by uuid, the providers the consumers hold allocations
+    on, and class ids by name -- in one round trip."""
+    rc = tables.resource_classes
+    parts = []
+    if provider_uuids:
+        parts.append(sa.select(sa.literal(0, sa.Integer), _RP.c.uuid, _RP.c.id)
+                     .where(_RP.c.uuid.in_(sorted(set(provider_uuids)))))
+    if consumer_uuids:
+        parts.append(sa.select(sa.literal(1, sa.Integer), _ALLOC.c.consumer_id,
+                               _ALLOC.c.resource_provider_id).distinct()
+                     .where(_ALLOC.c.consumer_id.in_(sorted(set(consumer_uuids)))))
+    if class_names:
+        parts.append(sa.select(sa.literal(2, sa.Integer), rc.c.name, rc.c.id)
+                     .where(rc.c.name.in_(sorted(class_names))))
+    providers: dict[str, int] = {}
+    held: set[int] = set()
+    classes: dict[str, int] = {}
+    rows = conn.execute(sa.union_all(*parts)).all() if parts else []
+    for kind, name, id_ in rows:
+        if kind == 0:
+            providers[name] = id_
+        elif kind == 1:
+            held.add(id_)
+        else:
+            classes[name] = id_
+    return providers, held, classes
 
 
-def _held_provider_ids(conn: sa.engine.Connection, consumer_uuids: Iterable[str]
-                       ) -> set[int]:
-    wanted = sorted(set(consumer_uuids))
-    if not wanted:
-        return set()
-    rows = conn.execute(sa.select(_ALLOC.c.resource_provider_id).distinct()
-                        .where(_ALLOC.c.consumer_id.in_(wanted))).all()
-    return {row[0] for row in rows}
+def _first_missing(wanted: Iterable[str], found: Mapping[str, int]) -> str | None:
+    return next((name for name in wanted if name not in found), None)
 
 
-def _class_ids(conn: sa.engine.Connection, names: set[str]
-               ) -> tuple[dict[str, int], str | None]:
-    """Known class ids, and the first unknown name (reported later, after
-    the generation checks, as clients expect)."""
-    try:
-        return rc_obj.ids_by_name(conn, names), None
-    except exceptions.ResourceClassNotFound as exc:
-        return {}, str(exc.kwargs["name"])
-
-
-def prepare(ctx: Any, claims: Sequence[ConsumerClaim],
-            lock_also: Iterable[int] = ()) -> Plan:
-    """Step 1 of a write; see the module docstring."""
-    placement_conf = ctx.config.placement
-    incomplete = (placement_conf.incomplete_consumer_project_id,
-                  placement_conf.incomplete_consumer_user_id)
-    keeping = [claim for claim in claims if claim.resources]
-    projects = {claim.project_id or incomplete[0] for claim in keeping}
-    users = {claim.user_id or incomplete[1] for claim in keeping}
-    types = {claim.consumer_type for claim in keeping if claim.consumer_type}
+def _prepare_in(conn: sa.engine.Connection, ctx: Any,
+                claims: Sequence[ConsumerClaim], also_lock: Sequence[str]) -> Plan:
     provider_uuids = list(dict.fromkeys(
         uuid for claim in claims for uuid in claim.resources))
     class_names = {name for claim in claims
                    for resources in claim.resources.values() for name in resources}
-    with ctx.db.reader() as conn:
-        provider_ids, missing_provider = _provider_ids(conn, provider_uuids)
-        class_ids, missing_class = _class_ids(conn, class_names)
-        held = _held_provider_ids(conn, (claim.consumer_uuid for claim in claims))
-        known = consumer_obj.lookup_identities_in(conn, projects, users, types)
-    ids = consumer_obj.ensure_identities(ctx, known, projects, users, types)
-    writes = tuple(
-        consumer_obj.ConsumerWrite(
-            uuid=claim.consumer_uuid,
-            project_id=ids.projects.get(claim.project_id or incomplete[0], 0),
-            user_id=ids.users.get(claim.user_id or incomplete[1], 0),
-            consumer_type_id=ids.types[claim.consumer_type]
-            if claim.resources and claim.consumer_type else None,
-            keeps_allocations=bool(claim.resources),
-            keep_identity=claim.project_id is None)
-        for claim in claims)
+    known, held, class_ids = _lookups(
+        conn, [*provider_uuids, *also_lock],
+        [claim.consumer_uuid for claim in claims], class_names)
+    provider_ids = {uuid: known[uuid] for uuid in provider_uuids if uuid in known}
+    placement_conf = ctx.config.placement
     return Plan(claims=tuple(claims), provider_ids=provider_ids,
-                missing_provider=missing_provider, class_ids=class_ids,
-                missing_class=missing_class,
-                lock_ids=frozenset(provider_ids.values()) | held | set(lock_also),
-                writes=writes)
+                missing_provider=_first_missing(provider_uuids, provider_ids),
+                class_ids=class_ids,
+                missing_class=_first_missing(sorted(class_names), class_ids),
+                lock_ids=frozenset(known.values()) | held,
+                also_locked={uuid: known[uuid] for uuid in also_lock if uuid in known},
+                incomplete=(placement_conf.incomplete_consumer_project_id,
+                            placement_conf.incomplete_consumer_user_id))
+
+
+@contextlib.contextmanager
+def writing(ctx: Any, claims: Sequence[ConsumerClaim], also_lock: Sequence[str] = ()
+            ) -> Iterator[tuple[sa.engine.Connection, Plan]]:
+    """Steps 1 and 2 of a write: the plan, and the writer transaction.
+
+    ``also_lock`` names more providers (by uuid) to resolve and lock with
+    the others.  Unknown providers and classes are noted in the plan, not
+    raised: Placement reports a consumer generation conflict first
+    (:func:`check_claims_in`).
+
+    On MySQL the plan is read in a transaction of its own: under REPEATABLE
+    READ the first plain read fixes the snapshot, which must come after the
+    provider locks.  PostgreSQL (READ COMMITTED: each statement sees what
+    was committed before it) and SQLite (the database is locked from
+    BEGIN IMMEDIATE on) can read it in the writer transaction itself.
+    """
+    plan = None
+    if ctx.db.dialect in ("mysql", "mariadb"):
+        with ctx.db.reader() as conn:
+            plan = _prepare_in(conn, ctx, claims, also_lock)
+    with ctx.db.writer() as conn:
+        yield conn, plan or _prepare_in(conn, ctx, claims, also_lock)
 
 
 def begin_in(conn: sa.engine.Connection, plan: Plan) -> WriteState:
     """Lock the providers, then read the consumers and their allocations."""
     db_api.lock_providers(conn, sorted(plan.lock_ids))
-    stored = consumer_obj.get_stored_in(conn, plan.consumer_uuids)
-    rows = conn.execute(
-        sa.select(_ALLOC.c.id, _ALLOC.c.consumer_id, _ALLOC.c.resource_provider_id,
-                  _ALLOC.c.resource_class_id, _ALLOC.c.used)
-        .where(_ALLOC.c.consumer_id.in_(sorted(set(plan.consumer_uuids))))).all()
-    state = WriteState(stored=stored, old=tuple(_OldAllocation(*row) for row in rows))
+    stored, old = consumer_obj.get_stored_in(conn, plan.consumer_uuids)
+    state = WriteState(stored=stored, old=tuple(old))
     if not state.old_provider_ids <= plan.lock_ids:
         # Another writer moved a consumer meanwhile; locking those providers
         # now would be out of order and after MySQL's snapshot: start over.
@@ -257,6 +259,27 @@ def check_claims_in(plan: Plan, state: WriteState) -> None:
         raise exceptions.ResourceClassNotFound(name=plan.missing_class)
 
 
+def _consumer_writes(conn: sa.engine.Connection, plan: Plan
+                     ) -> list[consumer_obj.ConsumerWrite]:
+    """What to store for each consumer, with the row ids of its project,
+    user and type (created now when new)."""
+    keeping = [claim for claim in plan.claims if claim.resources]
+    project, user = plan.incomplete
+    ids = consumer_obj.resolve_identities_in(
+        conn, {claim.project_id or project for claim in keeping},
+        {claim.user_id or user for claim in keeping},
+        {claim.consumer_type for claim in keeping if claim.consumer_type})
+    return [
+        consumer_obj.ConsumerWrite(
+            uuid=claim.consumer_uuid,
+            project_id=ids.projects.get(claim.project_id or project, 0),
+            user_id=ids.users.get(claim.user_id or user, 0),
+            consumer_type_id=ids.types.get(claim.consumer_type or "", None),
+            keeps_allocations=bool(claim.resources),
+            keep_identity=claim.project_id is None)
+        for claim in plan.claims]
+
+
 def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
     """Replace the allocations and save the consumers."""
     if state.old:
@@ -273,7 +296,7 @@ def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
     ]
     if rows:
         conn.execute(_ALLOC.insert(), rows)
-    consumer_obj.save_in(conn, list(plan.writes), state.stored)
+    consumer_obj.save_in(conn, _consumer_writes(conn, plan), state.stored)
 
 
 def touched_provider_ids(plan: Plan, state: WriteState) -> set[int]:
@@ -356,8 +379,7 @@ def replace_all(ctx: Any, claims: Sequence[ConsumerClaim]) -> None:
     AllocationsConflict; nothing is written then.
     """
     def attempt() -> None:
-        plan = prepare(ctx, claims)
-        with ctx.db.writer() as conn:
+        with writing(ctx, claims) as (conn, plan):
             state = begin_in(conn, plan)
             check_claims_in(plan, state)
             check_capacity_in(conn, plan, state)
@@ -375,8 +397,7 @@ def delete_all_for_consumer(ctx: Any, consumer_uuid: str) -> None:
     claim = ConsumerClaim(consumer_uuid=consumer_uuid, resources={})
 
     def attempt() -> None:
-        plan = prepare(ctx, [claim])
-        with ctx.db.writer() as conn:
+        with writing(ctx, [claim]) as (conn, plan):
             state = begin_in(conn, plan)
             if not state.old:
                 raise exceptions.ConsumerAllocationsNotFound(uuid=consumer_uuid)

@@ -6,10 +6,10 @@ takes its last ones away.  Its ``generation`` counts those writes and is
 what clients send back as ``consumer_generation`` (microversion 1.28).
 
 Projects, users and consumer types are stored once, by external id or name,
-and never removed.  :func:`ensure_identities` creates missing ones in short
-transactions of their own *before* an allocation write starts, so that two
-writers racing to create the same project can never make an allocation
-transaction fail on a unique constraint.
+and never removed.  :func:`resolve_identities_in` creates missing ones in
+the allocation write's own transaction with an insert that skips rows a
+concurrent writer created first, so that such a race can never make the
+allocation write fail on a unique constraint.
 
 The functions ending in ``_in`` take the connection of the caller's
 transaction (the allocation write in ``objects/allocation.py``).
@@ -23,7 +23,7 @@ import logging
 from typing import Any, Iterable
 
 import sqlalchemy as sa
-from oslo_db import exception as db_exc
+from sqlalchemy.dialects import postgresql, sqlite
 
 from placement import exceptions
 from placement.db import tables
@@ -63,6 +63,17 @@ class StoredConsumer:
 
 
 @dataclasses.dataclass(frozen=True)
+class StoredAllocation:
+    """An allocation row of a consumer about to be rewritten."""
+
+    id: int
+    consumer_id: str
+    resource_provider_id: int
+    resource_class_id: int
+    used: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Identities:
     """Row ids of projects, users and consumer types, by external id/name."""
 
@@ -75,68 +86,106 @@ def _utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def _lookup(conn: sa.engine.Connection, table: sa.Table, column: sa.Column[Any],
-            names: set[str]) -> dict[str, int]:
-    if not names:
-        return {}
-    rows = conn.execute(
-        sa.select(column, table.c.id).where(column.in_(sorted(names)))).all()
-    return {name: id_ for name, id_ in rows}
-
-
 def _tables() -> tuple[tuple[sa.Table, sa.Column[Any]], ...]:
     return ((_PROJECTS, _PROJECTS.c.external_id), (_USERS, _USERS.c.external_id),
             (_TYPES, _TYPES.c.name))
 
 
-def lookup_identities_in(conn: sa.engine.Connection, projects: set[str],
-                         users: set[str], types: set[str]) -> Identities:
-    """The ids of those that exist; missing names are simply absent."""
-    found = [_lookup(conn, table, column, names)
-             for (table, column), names in zip(_tables(), (projects, users, types), strict=True)]
+def _lookup_all(conn: sa.engine.Connection, wanted: tuple[set[str], ...]
+                ) -> list[dict[str, int]]:
+    """Ids of the existing names of each table, in one round trip."""
+    parts = [
+        sa.select(sa.literal(kind, sa.Integer), column, table.c.id)
+        .where(column.in_(sorted(names)))
+        for kind, ((table, column), names) in enumerate(zip(_tables(), wanted,
+                                                            strict=True))
+        if names
+    ]
+    found: list[dict[str, int]] = [{}, {}, {}]
+    if parts:
+        for kind, name, id_ in conn.execute(sa.union_all(*parts)).all():
+            found[kind][name] = id_
+    return found
+
+
+def _insert_missing(conn: sa.engine.Connection, table: sa.Table,
+                    column: sa.Column[Any], names: list[str]) -> dict[str, int]:
+    """Insert the rows, skipping any a concurrent transaction inserted;
+    the ids of the rows inserted, where the database can return them.
+
+    A plain INSERT would fail on the unique index and, on PostgreSQL, abort
+    the whole allocation transaction; each backend has its own spelling of
+    "insert unless present", which waits for the other transaction and
+    then does nothing.
+    """
+    rows = [{column.name: name, "created_at": _utcnow()} for name in names]
+    dialect = conn.dialect.name
+    statement: Any
+    if dialect == "postgresql":
+        statement = postgresql.insert(table).on_conflict_do_nothing()
+    elif dialect == "sqlite":
+        statement = sqlite.insert(table).on_conflict_do_nothing()
+    else:  # MySQL and MariaDB
+        statement = table.insert().prefix_with("IGNORE")
+    if not conn.dialect.insert_returning:
+        conn.execute(statement, rows)
+        return {}
+    result = conn.execute(statement.returning(column, table.c.id), rows)
+    return {name: id_ for name, id_ in result.all()}
+
+
+def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
+                          users: set[str], types: set[str]) -> Identities:
+    """Row ids of these projects, users and consumer types, creating the
+    missing ones in the caller's transaction."""
+    wanted = (projects, users, types)
+    found = _lookup_all(conn, wanted)
+    for (table, column), names, have in zip(_tables(), wanted, found, strict=True):
+        missing = sorted(names - set(have))
+        if not missing:
+            continue
+        have.update(_insert_missing(conn, table, column, missing))
+        missing = [name for name in missing if name not in have]
+        if not missing:
+            continue
+        # Rows a concurrent writer inserted first.  A locking read sees them
+        # even when they were committed after this transaction's snapshot
+        # (MySQL's REPEATABLE READ would otherwise hide them).
+        rows = conn.execute(sa.select(column, table.c.id)
+                            .where(column.in_(missing))
+                            .with_for_update(read=True)).all()
+        have.update({name: id_ for name, id_ in rows})
     return Identities(*found)
 
 
-def ensure_identities(ctx: Any, known: Identities, projects: set[str],
-                      users: set[str], types: set[str]) -> Identities:
-    """``known`` completed with rows created for the missing names.
-
-    Each row is inserted in its own writer transaction; a concurrent writer
-    that inserted the same name first wins and its row is used.
-    """
-    result = []
-    wanted = (projects, users, types)
-    for (table, column), names, have in zip(_tables(), wanted, dataclasses.astuple(known),
-                                            strict=True):
-        ids = dict(have)
-        for name in sorted(names - set(ids)):
-            ids[name] = _create_or_get(ctx, table, column, name)
-        result.append(ids)
-    return Identities(*result)
-
-
-def _create_or_get(ctx: Any, table: sa.Table, column: sa.Column[Any], name: str) -> int:
-    try:
-        with ctx.db.writer() as conn:
-            inserted = conn.execute(
-                table.insert().values({column.name: name, "created_at": _utcnow()}))
-            return int(inserted.inserted_primary_key[0])
-    except db_exc.DBDuplicateEntry:
-        LOG.debug("%s %s was created concurrently", table.name, name)
-    with ctx.db.reader() as conn:
-        return int(conn.execute(sa.select(table.c.id).where(column == name)).scalar_one())
-
-
 def get_stored_in(conn: sa.engine.Connection, uuids: Iterable[str]
-                  ) -> dict[str, StoredConsumer]:
+                  ) -> tuple[dict[str, StoredConsumer], list[StoredAllocation]]:
+    """The consumers' rows and their allocations, in one round trip.
+
+    Allocations are read by consumer uuid, not joined to the consumer rows,
+    so that none is missed even if its consumer row were missing.
+    """
     wanted = sorted(set(uuids))
     if not wanted:
-        return {}
-    c = _CONSUMERS
-    rows = conn.execute(
-        sa.select(c.c.id, c.c.uuid, c.c.project_id, c.c.user_id, c.c.generation,
-                  c.c.consumer_type_id).where(c.c.uuid.in_(wanted))).all()
-    return {row.uuid: StoredConsumer(*row) for row in rows}
+        return {}, []
+    c, a = _CONSUMERS, tables.allocations
+    rows = conn.execute(sa.union_all(
+        sa.select(sa.literal(0, sa.Integer), c.c.uuid, c.c.id, c.c.project_id,
+                  c.c.user_id, c.c.generation, c.c.consumer_type_id)
+        .where(c.c.uuid.in_(wanted)),
+        sa.select(sa.literal(1, sa.Integer), a.c.consumer_id, a.c.id,
+                  a.c.resource_provider_id, a.c.resource_class_id, a.c.used,
+                  sa.cast(sa.null(), sa.Integer))
+        .where(a.c.consumer_id.in_(wanted)),
+    )).all()
+    consumers: dict[str, StoredConsumer] = {}
+    allocations: list[StoredAllocation] = []
+    for kind, uuid, id_, first, second, third, fourth in rows:
+        if kind == 0:
+            consumers[uuid] = StoredConsumer(id_, uuid, first, second, third, fourth)
+        else:
+            allocations.append(StoredAllocation(id_, uuid, first, second, third))
+    return consumers, allocations
 
 
 def _public_select() -> sa.Select[Any]:

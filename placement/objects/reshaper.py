@@ -50,15 +50,6 @@ class ProviderInventories:
     inventories: Mapping[str, inv_obj.InventoryFields]
 
 
-def _providers(ctx: Any, uuids: Sequence[str]) -> dict[str, rp_obj.ResourceProvider]:
-    with ctx.db.reader() as conn:
-        found = rp_obj.get_by_uuids_in(conn, uuids)
-    for uuid in uuids:
-        if uuid not in found:
-            raise exceptions.InventoryProviderNotFound(uuid=uuid)
-    return found
-
-
 def _refuse_uninventoried_allocations(conn: sa.engine.Connection,
                                       provider: rp_obj.ResourceProvider) -> None:
     """InventoryInUse when allocations on the provider use a class it no
@@ -87,10 +78,10 @@ def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
     uuids = [item.provider_uuid for item in inventories]
 
     def attempt() -> None:
-        known = _providers(ctx, uuids)
-        plan = alloc_obj.prepare(ctx, claims,
-                                 lock_also=[rp.id for rp in known.values()])
-        with ctx.db.writer() as conn:
+        with alloc_obj.writing(ctx, claims, also_lock=uuids) as (conn, plan):
+            for uuid in uuids:
+                if uuid not in plan.also_locked:
+                    raise exceptions.InventoryProviderNotFound(uuid=uuid)
             state = alloc_obj.begin_in(conn, plan)
             current = rp_obj.get_by_uuids_in(conn, uuids)
             for item in inventories:

@@ -1,8 +1,9 @@
 """Concurrent claims against a real server: nothing lost, nothing overcommitted.
 
-For each database backend a fresh database is migrated with
-``placement-manage db sync`` and served by gunicorn with two worker
-processes.  Sixteen client threads then claim, move, swap (POST
+For each database backend (PostgreSQL, MariaDB/MySQL, and SQLite, whose
+writers must queue on the database lock rather than fail with "database is
+locked") a fresh database is migrated with ``placement-manage db sync`` and
+served by gunicorn with two worker processes.  Sixteen client threads then claim, move, swap (POST
 /allocations exchanging two consumers' allocations) and release
 allocations on three small providers until their capacity runs out, each
 client keeping its own record of what it holds.  Afterwards:
@@ -188,7 +189,7 @@ def _verify(client: Client, providers: list[str], workers: list[Worker]) -> None
         assert data["consumer_generation"] == held.generation
 
 
-@pytest.mark.parametrize("backend", ["postgresql", "mysql"])
+@pytest.mark.parametrize("backend", ["postgresql", "mysql", "sqlite"])
 def test_concurrent_claims_never_overcommit(backend: str) -> None:
     backends.require(backend)
     with serve(backend, workers=2) as client:
