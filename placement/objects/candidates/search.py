@@ -189,8 +189,14 @@ def candidate_roots(conn: sa.engine.Connection, class_ids: Sequence[int]
     params = {"class_ids": sorted(set(class_ids))}
     if conn.execute(_sharing_with_classes(), params).first() is not None:
         return None
-    return sorted({root for (root,) in conn.execute(
-        sa.select(_roots(True).subquery().c.root_provider_id), params).all()})
+    return list(conn.execute(_candidate_roots(), params).scalars())
+
+
+@functools.cache
+def _candidate_roots() -> sa.Select[Any]:
+    roots = _roots(True).subquery()
+    return (sa.select(roots.c.root_provider_id).distinct()
+            .order_by(roots.c.root_provider_id))
 
 
 @functools.cache
