@@ -45,6 +45,18 @@ def render_inventories(inventories: Mapping[str, inv_obj.InventoryFields],
     }
 
 
+def _inventories_response(req: PlacementRequest,
+                          inventories: Mapping[str, inv_obj.InventoryFields],
+                          generation: int, last_modified: Any) -> webob.Response:
+    resp = responses.json(req, render_inventories(inventories, generation),
+                          last_modified=last_modified)
+    if not inventories:
+        # Placement dates an inventory list by its inventories only: with
+        # none there is no Last-Modified (Cache-Control stays, from 1.15).
+        resp.headers.pop("Last-Modified", None)
+    return resp
+
+
 def _fields(data: Mapping[str, Any]) -> inv_obj.InventoryFields:
     return inv_obj.InventoryFields(
         **{name: data[name] for name in _FIELD_NAMES if name in data})
@@ -94,8 +106,8 @@ def list_inventories(req: PlacementRequest) -> webob.Response:
     req.authorize(policies.inventory.LIST)
     provider = _provider(req, _LIST_NOT_FOUND)
     inventories = inv_obj.get_all(req.ctx, provider)
-    return responses.json(req, render_inventories(inventories, provider.generation),
-                          last_modified=_newest(inventories.values()))
+    return _inventories_response(req, inventories, provider.generation,
+                                 _newest(inventories.values()))
 
 
 def show_inventory(req: PlacementRequest) -> webob.Response:
@@ -175,7 +187,7 @@ def replace_inventories(req: PlacementRequest) -> webob.Response:
         raise errors.BadRequest(
             "Unable to update inventory for resource provider %s: %s"
             % (provider.uuid, exc)) from None
-    return responses.json(req, render_inventories(inventories, generation))
+    return _inventories_response(req, inventories, generation, None)
 
 
 def _check_generation(data: Mapping[str, Any],

@@ -140,7 +140,7 @@ def set_provider_traits(req: PlacementRequest) -> webob.Response:
     The body names every trait the provider should have and the generation
     the client last saw; 409 ``placement.concurrent_update`` if that is no
     longer the provider's, 400 for an unknown trait.  200 with the new list
-    and generation.
+    and generation, which moves only if the set of traits changed.
     """
     req.authorize(policies.trait.RP_TRAIT_UPDATE)
     body = req.json_body(schemas.SET_PROVIDER_TRAITS)
@@ -161,8 +161,9 @@ def set_provider_traits(req: PlacementRequest) -> webob.Response:
 def delete_provider_traits(req: PlacementRequest) -> webob.Response:
     """DELETE /resource_providers/{uuid}/traits: remove them all; 204.
 
-    The provider's generation is bumped; 409 ``placement.concurrent_update``
-    if another writer changed the provider at the same moment.
+    The provider's generation is bumped if it had traits (not otherwise, as
+    in Placement); 409 ``placement.concurrent_update`` if another writer
+    changed the provider at the same moment.
     """
     req.authorize(policies.trait.RP_TRAIT_DELETE)
     try:

@@ -152,6 +152,24 @@ def bump_generation(conn: sa.engine.Connection, provider: ResourceProvider,
     return expected + 1
 
 
+def check_generation(conn: sa.engine.Connection,
+                     provider: ResourceProvider) -> int:
+    """The provider's generation, which must still be the one ``provider``
+    was read with, for a write that turned out to change nothing.
+
+    A locking read, so that under MySQL's REPEATABLE READ it sees the latest
+    committed generation rather than the transaction's snapshot.  Raises
+    ProviderConcurrentUpdate if the provider moved on or is gone.
+    """
+    current = conn.execute(
+        sa.select(_RP.c.generation).where(_RP.c.id == provider.id)
+        .with_for_update()
+    ).scalar_one_or_none()
+    if current != provider.generation:
+        raise exceptions.ProviderConcurrentUpdate()
+    return provider.generation
+
+
 def _lock_uuids_in(conn: sa.engine.Connection, uuids: Iterable[str]) -> None:
     """Row locks on these providers (those that exist), in id order.
 

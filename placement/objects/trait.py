@@ -3,8 +3,10 @@ each provider.
 
 Standard traits are rows like custom ones (``db sync`` inserts them); what
 makes a trait standard is its name, and standard traits cannot be deleted.
-A provider's traits live in ``resource_provider_traits``; replacing them
-changes the provider, so it bumps the provider's generation.
+A provider's traits live in ``resource_provider_traits``; changing them
+changes the provider, so it bumps the provider's generation.  A write that
+leaves the set as it was (the same list again, or removing the traits of a
+provider that has none) does not, as in Placement.
 
 Other objects translate between trait names and ids with
 :func:`ids_by_name` and :func:`names_by_id`.
@@ -172,58 +174,66 @@ def get_for_provider(ctx: RequestContext, uuid: str) -> ProviderTraits:
 def set_for_provider(ctx: RequestContext, uuid: str, names: Iterable[str],
                      expected_generation: int) -> ProviderTraits:
     """Make ``names`` the traits of provider ``uuid``, if its generation is
-    still ``expected_generation``; bumps the generation.
+    still ``expected_generation``; bumps the generation if the set changed.
 
     Raises ProviderNotFound, ProviderConcurrentUpdate (generation
     mismatch) and TraitNotFound (naming every unknown trait).
     """
     wanted = set(names)
     with _database(ctx).writer() as conn:
-        provider, generation = _claim_provider(conn, uuid, expected_generation)
+        provider = _locked_provider(conn, uuid, expected_generation)
         rows = conn.execute(_traits().where(_TRAITS.c.name.in_(sorted(wanted)))
                             .order_by(_TRAITS.c.id)).all() if wanted else []
         missing = wanted - {row.name for row in rows}
         if missing:
             raise exceptions.TraitNotFound(names=", ".join(sorted(missing)))
-        _replace_links(conn, provider.id, {row.id for row in rows})
+        generation = _replace_links(conn, provider, {row.id for row in rows})
     return ProviderTraits(generation, [_from_row(row) for row in rows])
 
 
 def delete_for_provider(ctx: RequestContext, uuid: str) -> int:
-    """Remove every trait of provider ``uuid``; the new generation.
+    """Remove every trait of provider ``uuid``; the provider's generation,
+    bumped if it had any.
 
     Raises ProviderNotFound; ProviderConcurrentUpdate when another writer
     changed the provider between our read and our write.
     """
     with _database(ctx).writer() as conn:
-        provider, generation = _claim_provider(conn, uuid, None)
-        conn.execute(_RP_TRAITS.delete().where(
-            _RP_TRAITS.c.resource_provider_id == provider.id))
-    return generation
+        provider = _locked_provider(conn, uuid, None)
+        return _replace_links(conn, provider, set())
 
 
-def _claim_provider(conn: sa.engine.Connection, uuid: str, expected: int | None
-                    ) -> tuple[resource_provider.ResourceProvider, int]:
-    """Check and bump the provider's generation before changing its traits;
-    the provider as read and its new generation.
+def _locked_provider(conn: sa.engine.Connection, uuid: str, expected: int | None
+                     ) -> resource_provider.ResourceProvider:
+    """The provider, row-locked, after checking its generation against
+    ``expected`` (None accepts the generation as read).
 
-    ``expected`` None accepts the generation as read.  Bumping first takes
-    the provider's row lock, so a concurrent writer waits here and then
-    fails the generation check instead of racing us on the link rows.
+    The lock makes a concurrent writer of the same provider wait for our
+    commit; it then fails its own generation check.
     """
     provider = resource_provider.get_by_uuid_in(conn, uuid)
-    if expected is None:
-        expected = provider.generation
-    elif provider.generation != expected:
+    if expected is not None and provider.generation != expected:
         raise exceptions.ProviderConcurrentUpdate()
     db_api.lock_providers(conn, [provider.id])
-    return provider, resource_provider.bump_generation(conn, provider, expected)
+    return provider
 
 
-def _replace_links(conn: sa.engine.Connection, provider_id: int,
-                   trait_ids: set[int]) -> None:
+def _replace_links(conn: sa.engine.Connection,
+                   provider: resource_provider.ResourceProvider,
+                   trait_ids: set[int]) -> int:
+    """Make ``trait_ids`` the provider's traits; its generation afterwards.
+
+    The generation moves (checked against the one ``provider`` was read
+    with) only if the set changes.  When nothing changes, the generation is
+    re-read under the lock: had another writer changed the provider since
+    we read it, the links we compared may be stale, so that is a conflict.
+    """
+    provider_id = provider.id
     current = set(conn.execute(sa.select(_RP_TRAITS.c.trait_id).where(
         _RP_TRAITS.c.resource_provider_id == provider_id)).scalars())
+    if current == trait_ids:
+        return resource_provider.check_generation(conn, provider)
+    generation = resource_provider.bump_generation(conn, provider)
     gone = current - trait_ids
     if gone:
         conn.execute(_RP_TRAITS.delete().where(
@@ -235,6 +245,7 @@ def _replace_links(conn: sa.engine.Connection, provider_id: int,
         conn.execute(_RP_TRAITS.insert(), [
             {"resource_provider_id": provider_id, "trait_id": trait_id,
              "created_at": now} for trait_id in sorted(added)])
+    return generation
 
 
 def ids_by_name(conn: sa.engine.Connection, names: Iterable[str]) -> dict[str, int]:
