@@ -10,6 +10,7 @@ over rounds.  ``--markdown`` writes the same tables for README.rst.
 
 from __future__ import annotations
 
+import re
 import statistics
 from typing import Any, Callable, Optional
 
@@ -213,10 +214,13 @@ def target_rows(doc: Result) -> list[list[str]]:
     def has(scenario: str, label: str = "ours") -> bool:
         return bool(runs_of(doc, label, scenario))
 
-    reads = [("1 flat 1,000", "flat", ()),
-             ("1 flat 10,000", "flat-large", ("candidates",)),
-             ("2 nested", "nested", ()),
-             ("5 GET /resource_providers", "flat-large",
+    options = doc.get("options", {})
+    large = _count(options.get("large_providers"))
+    reads = [("1 flat %s" % _count(options.get("providers")), "flat", ()),
+             ("1 flat %s" % large, "flat-large", ("candidates",)),
+             ("2 nested %s trees" % _count(options.get("trees")), "nested",
+              ()),
+             ("5 GET /resource_providers %s" % large, "flat-large",
               ("providers_query",))]
     for title, scenario, prefix in reads:
         if not (has(scenario) and has(scenario, "upstream")):
@@ -308,16 +312,22 @@ def header(doc: Result) -> list[str]:
 
 
 def problems(doc: Result) -> list[str]:
+    """Every problem, and one line per run whose phases were noisy."""
     out = []
     for label, per in (doc.get("runs") or {}).items():
         for scenario, runs in per.items():
             for i, r in enumerate(runs):
+                where = "%s %s round %d" % (label, scenario, i + 1)
                 for p in r.get("problems") or []:
-                    out.append("%s %s round %d: %s" % (
-                        label, scenario, i + 1, p[:300]))
-                for n in r.get("noise") or []:
-                    out.append("%s %s round %d: NOISE %s" % (
-                        label, scenario, i + 1, n))
+                    out.append("%s: %s" % (where, p[:300]))
+                noise = r.get("noise") or []
+                if noise:
+                    shares = [int(x) for n in noise
+                              for x in re.findall(r"= (\d+)% of the", n)]
+                    out.append("%s: NOISE in %d phase(s), other processes "
+                               "used up to %s%% of the machine" % (
+                                   where, len(noise),
+                                   max(shares) if shares else "?"))
     return out
 
 
