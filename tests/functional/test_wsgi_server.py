@@ -149,3 +149,43 @@ def test_database_outage_503_then_recovery_without_restart(
                 assert missing.status == 404
         finally:
             proxy.close()
+
+
+_PROBE = """
+import webob
+from placement.wsgi import api
+req = webob.Request.blank("/resource_providers")
+req.headers["X-Auth-Token"] = "admin"
+print(req.get_response(api.application).status)
+"""
+
+
+def test_wsgi_module_reads_the_files_named_in_the_environment(tmp_path: Path) -> None:
+    import subprocess
+
+    db_file = tmp_path / "from-file.sqlite"
+    conf = tmp_path / "placement.conf"
+    conf.write_text("[api]\nauth_strategy = noauth2\n"
+                    "[placement_database]\nconnection = sqlite:///%s\n"
+                    "sync_on_startup = true\n" % db_file)
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE], cwd=tmp_path, capture_output=True, text=True,
+        env=servers.clean_env(OS_PLACEMENT_CONFIG_FILES=str(conf)), timeout=120,
+        stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "200 OK"
+    assert db_file.exists()
+
+
+def test_wsgi_module_refuses_an_invalid_configuration(tmp_path: Path) -> None:
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-c", "import placement.wsgi.api"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        env=servers.clean_env(OS_API__AUTH_STRATEGY="sometimes"))
+    assert result.returncode != 0
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("placement.conf.InvalidConfig: invalid configuration: "
+                                "[api] auth_strategy (from OS_API__AUTH_STRATEGY)")
+    assert not list(tmp_path.iterdir())
