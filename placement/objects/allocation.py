@@ -49,13 +49,13 @@ from placement import exceptions
 from placement.db import api as db_api
 from placement.db import tables
 from placement.objects import consumer as consumer_obj
+from placement.objects import inventory as inv_obj
 from placement.objects import resource_class as rc_obj
 
 LOG = logging.getLogger(__name__)
 
 _ALLOC = tables.allocations
 _RP = tables.resource_providers
-_INV = tables.inventories
 
 T = TypeVar("T")
 
@@ -311,21 +311,6 @@ def bump_providers_in(conn: sa.engine.Connection, provider_ids: Iterable[int]) -
             generation=_RP.c.generation + 1, updated_at=_utcnow()))
 
 
-def _inventories_with_usage(conn: sa.engine.Connection, provider_ids: set[int],
-                            class_ids: set[int]) -> dict[tuple[int, int], Any]:
-    used = (sa.select(sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0))
-            .where(_ALLOC.c.resource_provider_id == _INV.c.resource_provider_id,
-                   _ALLOC.c.resource_class_id == _INV.c.resource_class_id)
-            .scalar_subquery())
-    rows = conn.execute(
-        sa.select(_INV.c.resource_provider_id, _INV.c.resource_class_id,
-                  _INV.c.total, _INV.c.reserved, _INV.c.min_unit, _INV.c.max_unit,
-                  _INV.c.step_size, _INV.c.allocation_ratio, used.label("used"))
-        .where(_INV.c.resource_provider_id.in_(sorted(provider_ids)),
-               _INV.c.resource_class_id.in_(sorted(class_ids)))).all()
-    return {(row.resource_provider_id, row.resource_class_id): row for row in rows}
-
-
 def check_capacity_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
     """Refuse the claims unless every provider can hold them.
 
@@ -340,8 +325,8 @@ def check_capacity_in(conn: sa.engine.Connection, plan: Plan, state: WriteState)
                  for name, amount in resources.items()]
     if not requested:
         return
-    inventory = _inventories_with_usage(
-        conn, set(plan.provider_ids.values()), set(plan.class_ids.values()))
+    inventory = inv_obj.capacities_in(
+        conn, plan.provider_ids.values(), plan.class_ids.values())
     with_inventory = {rp_id for rp_id, _rc in inventory}
     bare = [uuid for uuid, id_ in plan.provider_ids.items() if id_ not in with_inventory]
     if bare:
@@ -362,11 +347,9 @@ def check_capacity_in(conn: sa.engine.Connection, plan: Plan, state: WriteState)
                 or amount % inv.step_size != 0):
             raise exceptions.AllocationConstraintsViolated(
                 resource_class=name, resource_provider=uuid)
-        capacity = (inv.total - inv.reserved) * inv.allocation_ratio
-        used_after = inv.used + change[key]
-        if used_after > capacity and change[key] > 0:
+        if inv.used + change[key] > inv.capacity and change[key] > 0:
             LOG.info("Over capacity for %s on provider %s: %s used, %s wanted, "
-                     "capacity %s", name, uuid, inv.used, change[key], capacity)
+                     "capacity %s", name, uuid, inv.used, change[key], inv.capacity)
             raise exceptions.AllocationCapacityExceeded(
                 resource_class=name, resource_provider=uuid)
 
