@@ -298,7 +298,7 @@ class Assembler:
         return len(used) == len({providers[pid].root_id for pid in used})
 
     def _backtrack(self, options: list[list[Choice]]) -> Iterator[Combination]:
-        inventories = {pid: p.inventories for pid, p in self.forest.providers.items()}
+        providers = self.forest.providers
         single = [not group.is_unnumbered for group in self.query.groups]
         isolate = self._isolate
         totals: dict[tuple[int, str], int] = {}
@@ -313,7 +313,8 @@ class Assembler:
             for pid, name, amount in choice.allocations:
                 key = (pid, name)
                 before = totals.get(key, 0)
-                if before and not inventories[pid][name].holds(before + amount):
+                if before and not providers[pid].inventories[name].holds(
+                        before + amount):
                     undo(added)
                     return None
                 added.append((key, before))
