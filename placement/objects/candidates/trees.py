@@ -11,17 +11,19 @@ immutable.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 # Providers with this trait share their inventory with every tree that has
 # a provider in one of their aggregates.
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 
 
-@dataclasses.dataclass(slots=True)
-class Inventory:
-    """One inventory record of a provider and what is allocated from it."""
+class Inventory(NamedTuple):
+    """One inventory record of a provider and what is allocated from it.
+
+    A tuple, so that a database row becomes one without copying fields
+    (tens of thousands of them per request on large deployments).
+    """
 
     total: int
     reserved: int
@@ -51,15 +53,40 @@ class Inventory:
                 >= self.used + amount)
 
 
-@dataclasses.dataclass(slots=True)
 class Provider:
-    id: int
-    uuid: str
-    parent_id: int | None
-    root_id: int
-    inventories: dict[str, Inventory] = dataclasses.field(default_factory=dict)
-    traits: set[str] = dataclasses.field(default_factory=set)
-    aggregates: set[str] = dataclasses.field(default_factory=set)
+    """One provider: its place in its tree, inventories, traits and aggregates.
+
+    ``traits`` and ``aggregates`` start as one shared empty set and get a
+    set of their own on the first :meth:`add_trait` / :meth:`add_aggregate`:
+    most providers have few or none.
+    """
+
+    __slots__ = ("id", "uuid", "parent_id", "root_id", "inventories",
+                 "traits", "aggregates")
+
+    def __init__(self, id: int, uuid: str, parent_id: int | None, root_id: int,
+                 inventories: dict[str, Inventory] | None = None,
+                 traits: set[str] | frozenset[str] = frozenset(),
+                 aggregates: set[str] | frozenset[str] = frozenset()) -> None:
+        self.id = id
+        self.uuid = uuid
+        self.parent_id = parent_id
+        self.root_id = root_id
+        self.inventories = {} if inventories is None else inventories
+        self.traits = traits
+        self.aggregates = aggregates
+
+    def add_trait(self, name: str) -> None:
+        if not self.traits:
+            self.traits = {name}
+        else:
+            self.traits.add(name)  # type: ignore[union-attr]
+
+    def add_aggregate(self, uuid: str) -> None:
+        if not self.aggregates:
+            self.aggregates = {uuid}
+        else:
+            self.aggregates.add(uuid)  # type: ignore[union-attr]
 
     @property
     def is_sharing(self) -> bool:
