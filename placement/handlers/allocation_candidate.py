@@ -115,7 +115,7 @@ class _UuidTexts(dict):  # type: ignore[type-arg]
 
 
 def _resources_text(resources: dict[str, int]) -> str:
-    return ", ".join(["%s: %d" % (_text(name), amount)
+    return ", ".join([f"{_text(name)}: {amount}"
                       for name, amount in resources.items()])
 
 
@@ -141,18 +141,19 @@ def render_request(combination: candidates.Combination, suffixes: list[str],
 
 def render_summary(provider: candidates.Provider, quoted: _UuidTexts,
                    requested: set[str] | None, version: tuple[int, int]) -> str:
+    inventories = provider.inventories
+    if requested is not None:
+        inventories = {name: inventory for name, inventory in inventories.items()
+                       if name in requested}
     resources = ", ".join([
-        '%s: {"capacity": %d, "used": %d}'
-        % (_text(name), inventory.capacity, inventory.used)
-        for name, inventory in provider.inventories.items()
-        if requested is None or name in requested])
-    text = '%s: {"resources": {%s}' % (quoted[provider.id], resources)
+        f'{_text(name)}: {{"capacity": {inventory.capacity}, "used": {inventory.used}}}'
+        for name, inventory in inventories.items()])
+    text = f'{quoted[provider.id]}: {{"resources": {{{resources}}}'
     if version >= TRAITS_SINCE:
-        text += ', "traits": [%s]' % ", ".join(
-            [_text(name) for name in sorted(provider.traits)])
+        traits = ", ".join([_text(name) for name in sorted(provider.traits)])
+        text += f', "traits": [{traits}]'
     if version >= NESTED_SINCE:
-        parent = (quoted[provider.parent_id] if provider.parent_id is not None
-                  else "null")
-        text += ', "parent_provider_uuid": %s, "root_provider_uuid": %s' % (
-            parent, quoted[provider.root_id])
+        parent = "null" if provider.parent_id is None else quoted[provider.parent_id]
+        text += (f', "parent_provider_uuid": {parent}, '
+                 f'"root_provider_uuid": {quoted[provider.root_id]}')
     return text + "}"

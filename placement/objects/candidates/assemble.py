@@ -19,7 +19,7 @@ satisfies ``root_required``.
 
 Candidates are produced by generators, anchor by anchor in root id order
 (``depth-first``) or one per anchor in turn (``breadth-first``), each
-anchor's by backtracking over the groups in order.  Nothing is computed
+anchor's as the product of the groups' choices, in order.  Nothing is computed
 for an anchor before it is reached, so ``limit`` and
 ``max_allocation_candidates`` bound the work, not only the answer.
 """
@@ -257,6 +257,13 @@ class Assembler:
             anchors &= search.anchors
         self.anchors = sorted(a for a in anchors if self._root_ok(a))
         self._isolate = query.group_policy == "isolate"
+        # Suffixed groups, which isolate keeps on distinct providers.
+        self._isolated_groups = [i for i, group in enumerate(query.groups)
+                                 if not group.is_unnumbered]
+        # Whether some class is asked by several groups: only then can
+        # amounts of different groups add up on one provider.
+        names = [name for group in query.groups for name, _a in group.resources]
+        self._shared_classes = len(names) != len(set(names))
         suffixes = [group.suffix for group in query.groups]
         self._subtrees = [tuple(suffixes.index(s) for s in same)
                           for same in query.same_subtree]
@@ -290,66 +297,46 @@ class Assembler:
             for choice in options[0]:
                 yield (choice,)
             return
-        yield from self._backtrack(options)
+        yield from self._combine(options)
 
     def _one_tree_provider(self, combination: Combination) -> bool:
         providers = self.forest.providers
         used = {pid for choice in combination for pid, _n, _a in choice.allocations}
         return len(used) == len({providers[pid].root_id for pid in used})
 
-    def _backtrack(self, options: list[list[Choice]]) -> Iterator[Combination]:
-        providers = self.forest.providers
-        single = [not group.is_unnumbered for group in self.query.groups]
-        isolate = self._isolate
-        totals: dict[tuple[int, str], int] = {}
-        isolated: set[int] = set()
-        chosen: list[Choice] = []
-        depth = len(options)
+    def _combine(self, options: list[list[Choice]]) -> Iterator[Combination]:
+        """Every choice of each group combined, in order, keeping those
+        that satisfy the group policy, capacity and same_subtree."""
+        isolated = self._isolated_groups if self._isolate else []
+        shared = self._shared_classes
+        subtrees = self._subtrees
+        for combination in itertools.product(*options):
+            if isolated:
+                used = {combination[i].providers[0] for i in isolated}
+                if len(used) < len(isolated):
+                    continue
+            if shared and not self._amounts_fit(combination):
+                continue
+            if subtrees and not self._same_subtree_ok(combination):
+                continue
+            yield combination
 
-        def place(choice: Choice) -> list[tuple[tuple[int, str], int]] | None:
-            """Add the choice's amounts; None (and nothing added) if they
-            do not fit with what earlier groups took."""
-            added: list[tuple[tuple[int, str], int]] = []
+    def _amounts_fit(self, combination: Combination) -> bool:
+        """Amounts that several groups take from one provider fit together
+        (each group's own amounts were checked when it was searched)."""
+        providers = self.forest.providers
+        totals: dict[tuple[int, str], int] = {}
+        for choice in combination:
             for pid, name, amount in choice.allocations:
                 key = (pid, name)
-                before = totals.get(key, 0)
-                if before and not providers[pid].inventories[name].holds(
-                        before + amount):
-                    undo(added)
-                    return None
-                added.append((key, before))
+                before = totals.get(key)
+                if before is None:
+                    totals[key] = amount
+                    continue
                 totals[key] = before + amount
-            return added
-
-        def undo(added: list[tuple[tuple[int, str], int]]) -> None:
-            for key, before in added:
-                if before:
-                    totals[key] = before
-                else:
-                    del totals[key]
-
-        def walk(level: int) -> Iterator[Combination]:
-            for choice in options[level]:
-                if isolate and single[level] and choice.providers[0] in isolated:
-                    continue
-                added = place(choice)
-                if added is None:
-                    continue
-                if isolate and single[level]:
-                    isolated.add(choice.providers[0])
-                chosen.append(choice)
-                if level + 1 == depth:
-                    combination = tuple(chosen)
-                    if self._same_subtree_ok(combination):
-                        yield combination
-                else:
-                    yield from walk(level + 1)
-                chosen.pop()
-                if isolate and single[level]:
-                    isolated.discard(choice.providers[0])
-                undo(added)
-
-        yield from walk(0)
+                if not providers[pid].inventories[name].holds(before + amount):
+                    return False
+        return True
 
     def generate(self, strategy: str) -> Iterator[Combination]:
         """Every candidate once, in the order of ``strategy``."""
