@@ -1,7 +1,7 @@
 """Command line: ``python3 -m benchmarks run|report ...`` (see README.rst).
 
     python3 -m benchmarks run --db postgresql --upstream-venv PATH
-    python3 -m benchmarks report [RESULTS.json] [--markdown]
+    python3 -m benchmarks report [RESULTS.json] [--markdown | --rst]
 
 ``report`` without a file reads the newest ``benchmarks/results/*.json``.
 """
@@ -33,8 +33,11 @@ def _report(argv: list[str]) -> int:
     parser.add_argument("results", nargs="?",
                         help="JSON written by run (default: newest in "
                         "benchmarks/results)")
-    parser.add_argument("--markdown", action="store_true",
-                        help="Markdown tables (for README.rst)")
+    style = parser.add_mutually_exclusive_group()
+    style.add_argument("--markdown", action="store_true",
+                       help="Markdown tables")
+    style.add_argument("--rst", action="store_true",
+                       help="reStructuredText tables (README.rst)")
     args = parser.parse_args(argv)
     path = args.results
     if not path:
@@ -48,6 +51,8 @@ def _report(argv: list[str]) -> int:
         doc = json.load(f)
     if args.markdown:
         sys.stdout.write(report.markdown(doc))
+    elif args.rst:
+        sys.stdout.write(report.rst(doc))
     else:
         print("results: %s" % path)
         report.print_text(doc)

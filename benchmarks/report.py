@@ -5,7 +5,8 @@ and prints two tables: the key figures per workload with upstream, ours and
 the gain (how many times better ours is: upstream/ours for times and
 memory, ours/upstream for rates; below 1 means worse), and the project's
 targets with PASS / FAIL.  With several rounds each figure is the median
-over rounds.  ``--markdown`` writes the same tables for README.rst.
+over rounds.  ``--markdown`` and ``--rst`` write the same tables for
+documents (README.rst's Performance section uses ``--rst``).
 """
 
 from __future__ import annotations
@@ -305,9 +306,13 @@ def header(doc: Result) -> list[str]:
                                 ", --quick sizes" if options.get("quick")
                                 else "")]
     for side in doc.get("sides", []):
-        lines.append("%s: %s (openstack-placement %s)" % (
-            side["label"], side.get("placement_path") or side["venv"],
-            side.get("placement_version") or "n/a"))
+        if side.get("placement_version"):
+            what = "openstack-placement %s" % side["placement_version"]
+        else:
+            what = "this repository at %s" % (side.get("revision") or "?")
+        lines.append("%s: %s (%s)" % (side["label"], what,
+                                      side.get("placement_path")
+                                      or side["venv"]))
     return lines
 
 
@@ -368,6 +373,32 @@ def print_text(doc: Result, out: Callable[[str], None] = print) -> None:
         out("\nproblems and noise:")
         for issue in issues:
             out("  " + issue)
+
+
+def _rst_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A reStructuredText simple table (no cell may be empty)."""
+    rows = [[str(c) or "-" for c in r] for r in rows]
+    widths = [max(len(str(x)) for x in col)
+              for col in zip(head, *rows, strict=False)]
+    border = "  ".join("=" * w for w in widths)
+    line = lambda cells: "  ".join(  # noqa: E731
+        str(c).ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
+    return [border, line(head), border] + [line(r) for r in rows] + [border]
+
+
+def rst(doc: Result) -> str:
+    """The report as reStructuredText, for README.rst's Performance section."""
+    lines = [header(doc)[0], ""]
+    lines += ["* " + s for s in header(doc)[1:]] + [""]
+    lines += _rst_table(_figure_head(doc), figure_rows(doc))
+    targets = target_rows(doc)
+    if targets:
+        lines += [""] + _rst_table(["target", "measured", "status"], targets)
+    issues = problems(doc)
+    if issues:
+        lines += ["", "Problems and noise reported by the run:", ""]
+        lines += ["* " + i.replace("*", "\\*") for i in issues]
+    return "\n".join(lines) + "\n"
 
 
 def markdown(doc: Result) -> str:

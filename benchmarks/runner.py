@@ -157,9 +157,12 @@ def main(argv: list[str]) -> int:
     cfgs = {}
     for label, venv in sides:
         cfgs[label] = config.for_venv(args, venv, label)
+        location = venvs.placement_location(venv)
         info = {"label": label, "venv": venv,
                 "placement_version": config.package_version(venv),
-                "placement_path": venvs.placement_location(venv)}
+                "placement_path": location,
+                "revision": venvs.source_revision(location)
+                if label == "ours" else None}
         doc["sides"].append(info)
         log("%s = %s (placement from %s, openstack-placement %s)"
             % (label, venv, info["placement_path"],

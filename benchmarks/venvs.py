@@ -91,3 +91,14 @@ def ensure_upstream(venv: Optional[str], install: bool, version: str,
     _create(venv, ["openstack-placement==%s" % version] + list(UPSTREAM_EXTRAS),
             log)
     return venv
+
+
+def source_revision(package_dir: Optional[str]) -> Optional[str]:
+    """``git describe --always --dirty`` of the checkout a package comes
+    from, or None when it is not in a git work tree (e.g. from PyPI)."""
+    if not package_dir:
+        return None
+    probe = subprocess.run(
+        ["git", "-C", os.path.dirname(package_dir), "describe", "--always",
+         "--dirty"], capture_output=True, text=True)
+    return probe.stdout.strip() or None if probe.returncode == 0 else None
