@@ -14,7 +14,7 @@ from typing import Any
 
 from placement import exceptions
 from placement.objects.candidates import assemble, search
-from placement.objects.candidates.assemble import Choice, Combination
+from placement.objects.candidates.choices import Choice, Combination
 from placement.objects.candidates.trees import Forest, Inventory, Provider
 from placement.request_groups import CandidateQuery
 

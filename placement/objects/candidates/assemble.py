@@ -29,207 +29,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator
 
-from placement.objects.candidates.trees import Forest, Inventory, Provider
+from placement.objects.candidates.choices import Choice, Combination, GroupSearch
+from placement.objects.candidates.trees import Forest
 from placement.request_groups import CandidateQuery, RequestGroup
 
 DEPTH_FIRST = "depth-first"
 BREADTH_FIRST = "breadth-first"
-
-
-class Choice(NamedTuple):
-    """One way to satisfy a group: ``(provider id, class, amount)`` triples
-    and the providers the group uses (for mappings, isolation and
-    same_subtree)."""
-
-    allocations: tuple[tuple[int, str, int], ...]
-    providers: tuple[int, ...]
-
-
-# One choice per request group, in the order of the query's groups.
-Combination = tuple[Choice, ...]
-
-
-def _has_traits(traits: set[str], group: RequestGroup) -> bool:
-    for any_of in group.required:
-        if any_of.isdisjoint(traits):
-            return False
-    return True
-
-
-def _in_aggregates(aggregates: set[str], group: RequestGroup) -> bool:
-    for any_of in group.member_of:
-        if any_of.isdisjoint(aggregates):
-            return False
-    return group.not_member_of.isdisjoint(aggregates)
-
-
-def _serves_all(inventories: dict[str, Inventory],
-                resources: tuple[tuple[str, int], ...]) -> bool:
-    for name, amount in resources:
-        inventory = inventories.get(name)
-        if inventory is None or not inventory.fits(amount):
-            return False
-    return True
-
-
-def _tree_of(forest: Forest, group: RequestGroup) -> int | None | bool:
-    """The root ``in_tree`` names, None without in_tree, False if unknown."""
-    if group.in_tree is None:
-        return None
-    for provider in forest.providers.values():
-        if provider.uuid == group.in_tree:
-            return provider.root_id
-    return False
-
-
-class _GroupSearch:
-    """The choices of one group, computed per anchor when first needed."""
-
-    def __init__(self, forest: Forest, group: RequestGroup) -> None:
-        self.forest = forest
-        self.group = group
-        self._cache: dict[int, list[Choice]] = {}
-        # Per requested class, the providers able to serve it, by anchor.
-        self._servers: list[dict[int, list[int]]] = []
-        tree = _tree_of(forest, group)
-        if tree is False:
-            self.anchors: set[int] = set()
-            return
-        if group.is_unnumbered:
-            self._find_unnumbered_servers(tree)
-        else:
-            self._find_single_servers(tree)
-
-    def _find_single_servers(self, tree: int | None | bool) -> None:
-        group = self.group
-        by_anchor: dict[int, list[int]] = {}
-        positive = bool(group.required or group.member_of)
-        resources = group.resources
-        for provider in self.forest.providers.values():
-            if resources:
-                if tree is not None and provider.root_id != tree:
-                    continue
-                if not _serves_all(provider.inventories, resources):
-                    continue
-            elif not positive:
-                # A resourceless group only finds providers by what they
-                # have; forbidding alone selects nothing.
-                continue
-            if (not _has_traits(provider.traits, group)
-                    or not group.forbidden.isdisjoint(provider.traits)
-                    or not _in_aggregates(provider.aggregates, group)):
-                continue
-            for anchor in self.forest.roots_of(provider):
-                by_anchor.setdefault(anchor, []).append(provider.id)
-        self._servers = [by_anchor]
-        self.anchors = set(by_anchor)
-
-    def _serves_anchor(self, provider: Provider, anchor: int) -> bool:
-        """Aggregate rules of the unnumbered group for one provider serving
-        the tree of ``anchor``.
-
-        A tree provider is a member of what it or its root is a member of; a
-        sharing provider serving another tree must be a member itself.  A
-        forbidden aggregate of the provider or of the anchor excludes it.
-        """
-        group = self.group
-        providers = self.forest.providers
-        if group.member_of and not _in_aggregates(provider.aggregates, group):
-            if anchor != provider.root_id or not _in_aggregates(
-                    providers[anchor].aggregates, group):
-                return False
-        if group.not_member_of and not (
-                group.not_member_of.isdisjoint(provider.aggregates)
-                and group.not_member_of.isdisjoint(providers[anchor].aggregates)):
-            return False
-        return True
-
-    def _find_unnumbered_servers(self, tree: int | None | bool) -> None:
-        group = self.group
-        resources = group.resources
-        forest = self.forest
-        trees = forest.trees
-        sharing = bool(forest.anchors)
-        servers: list[dict[int, list[int]]] = [{} for _ in resources]
-        lonely: set[int] = set()
-        check_aggregates = bool(group.member_of or group.not_member_of)
-        for provider in forest.providers.values():
-            inventories = provider.inventories
-            fitting = []
-            for index, (name, amount) in enumerate(resources):
-                inventory = inventories.get(name)
-                if inventory is not None and inventory.fits(amount):
-                    fitting.append(index)
-            if not fitting or not group.forbidden.isdisjoint(provider.traits):
-                continue
-            root = provider.root_id
-            if tree is not None and root != tree:
-                continue
-            if not sharing and len(trees[root]) == 1:
-                # Alone in its tree with nobody sharing: the provider serves
-                # the whole group or nothing (most providers of a flat
-                # deployment, so this is the fast path).
-                if (len(fitting) == len(resources)
-                        and _has_traits(provider.traits, group)
-                        and (not check_aggregates
-                             or self._serves_anchor(provider, root))):
-                    pid = provider.id
-                    self._cache[root] = [Choice(
-                        tuple([(pid, name, amount) for name, amount in resources]),
-                        (pid,))]
-                    lonely.add(root)
-                continue
-            # in_tree keeps the group inside one tree: no sharing then.
-            anchors = [root] if tree is not None else forest.roots_of(provider)
-            for anchor in anchors:
-                if check_aggregates and not self._serves_anchor(provider, anchor):
-                    continue
-                for index in fitting:
-                    servers[index].setdefault(anchor, []).append(provider.id)
-        self._servers = servers
-        anchors_set = set(servers[0])
-        for by_anchor in servers[1:]:
-            anchors_set &= set(by_anchor)
-        self.anchors = anchors_set | lonely
-
-    def choices(self, anchor: int) -> list[Choice]:
-        cached = self._cache.get(anchor)
-        if cached is None:
-            if self.group.is_unnumbered:
-                cached = self._unnumbered_choices(anchor)
-            else:
-                cached = self._single_choices(anchor)
-            self._cache[anchor] = cached
-        return cached
-
-    def _single_choices(self, anchor: int) -> list[Choice]:
-        resources = self.group.resources
-        return [Choice(tuple((pid, name, amount) for name, amount in resources),
-                       (pid,))
-                for pid in self._servers[0].get(anchor, ())]
-
-    def _unnumbered_choices(self, anchor: int) -> list[Choice]:
-        group = self.group
-        providers = self.forest.providers
-        resources = group.resources
-        options = [by_anchor.get(anchor, []) for by_anchor in self._servers]
-        choices = []
-        for picked in itertools.product(*options):
-            used = tuple(dict.fromkeys(picked))
-            if group.required:
-                # The providers of the candidate together have the traits.
-                traits: set[str] = set()
-                for pid in used:
-                    traits |= providers[pid].traits
-                if not _has_traits(traits, group):
-                    continue
-            choices.append(Choice(
-                tuple((pid, name, amount)
-                      for pid, (name, amount) in zip(picked, resources, strict=True)),
-                used))
-        return choices
 
 
 class Assembler:
@@ -244,11 +51,11 @@ class Assembler:
         self.nested = nested
         # Groups that differ only by suffix (four "VGPU:1" groups, say) have
         # the same choices: search once.
-        by_content: dict[RequestGroup, _GroupSearch] = {}
+        by_content: dict[RequestGroup, GroupSearch] = {}
         for group in query.groups:
             content = dataclasses.replace(group, suffix=group.suffix and "_")
             if content not in by_content:
-                by_content[content] = _GroupSearch(forest, group)
+                by_content[content] = GroupSearch(forest, group)
         self.searches = [
             by_content[dataclasses.replace(group, suffix=group.suffix and "_")]
             for group in query.groups]

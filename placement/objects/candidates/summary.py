@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from placement.objects.candidates.assemble import Combination
+from placement.objects.candidates.choices import Combination
 from placement.objects.candidates.trees import Forest, Provider
 
 
