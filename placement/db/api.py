@@ -27,6 +27,7 @@ from typing import Iterator
 import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_db import exception as db_exc
+from oslo_db import api as oslo_db_api
 from oslo_db.sqlalchemy import enginefacade
 
 LOG = logging.getLogger(__name__)
@@ -175,6 +176,15 @@ class Database:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+
+
+# A whole transaction that lost a deadlock (MySQL/MariaDB and PostgreSQL
+# pick a victim when two writers lock rows in different orders, e.g. a
+# provider created under a parent being deleted) is run again from the
+# start; the retry never continues inside the failed transaction.
+retry_on_deadlock = oslo_db_api.wrap_db_retry(
+    max_retries=5, retry_on_deadlock=True, retry_interval=0.01,
+    inc_retry_interval=True, max_retry_interval=0.2)
 
 
 def _tune_sqlite(engine: sa.engine.Engine) -> None:

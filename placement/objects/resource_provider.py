@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement import exceptions
+from placement.db import api as db_api
 from placement.db import tables
 from placement.objects import resource_class as rc_obj
 from placement.objects import trait as trait_obj
@@ -185,6 +186,7 @@ def _lock_uuids_in(conn: sa.engine.Connection, uuids: Iterable[str]) -> None:
         .order_by(_RP.c.id).with_for_update()).all()
 
 
+@db_api.retry_on_deadlock
 def create(ctx: Any, name: str, uuid: str | None = None,
            parent_uuid: str | None = None) -> ResourceProvider:
     """A new provider, root of its own tree unless ``parent_uuid`` is given.
@@ -257,6 +259,7 @@ def _subtree_ids(conn: sa.engine.Connection, provider: ResourceProvider
     return found
 
 
+@db_api.retry_on_deadlock
 def update(ctx: Any, uuid: str, name: str, parent_uuid: Any = UNSET,
            allow_reparenting: bool = False) -> ResourceProvider:
     """Rename a provider and optionally give it a (new) parent.
@@ -318,6 +321,7 @@ def _reparent_in(conn: sa.engine.Connection, provider: ResourceProvider,
     return {"parent_provider_id": parent.id, "root_provider_id": parent.root_id}
 
 
+@db_api.retry_on_deadlock
 def delete(ctx: Any, uuid: str) -> None:
     """Delete a provider with its inventories, traits and aggregates.
 
