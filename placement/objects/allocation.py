@@ -4,26 +4,25 @@ without ever overcommitting a provider.
 How a write stays right under concurrency (``replace_all``):
 
 1. *Plan* (one query; see :func:`writing`): resolve provider uuids and
-   class names to ids, and guess which providers the consumers hold
-   allocations on now.
-2. *Write*, in one writer transaction whose first statement is
-   ``db.api.lock_providers`` on every provider involved, in id order.
-   Writers of the same providers queue there (SQLite: the whole database,
-   by ``BEGIN IMMEDIATE``).  Everything read afterwards is therefore what
+   class names to ids, and read the consumers' rows and allocations.
+2. *Write*, in one writer transaction whose first statement after the
+   plan is ``db.api.lock_providers`` on every provider involved (those
+   claimed from and those the consumers leave), in id order.  Writers of
+   the same providers queue there (SQLite: the whole database, by
+   ``BEGIN IMMEDIATE``), so usage and inventory read afterwards are what
    the previous writer committed -- on MySQL too, whose REPEATABLE READ
-   snapshot starts at the first plain read, after the lock.  Then: check
+   snapshot starts at the first plain read after the lock.  Then: check
    consumer generations, compare the usage the write would leave with
    capacity, delete the consumers' old allocations (by primary key, so
    MySQL takes no gap locks), insert the new ones in one batch, save the
    consumers with a compare-and-swap on their generation (creating missing
-   projects, users and consumer types on the way), and increment
-   the generation of every provider whose allocations changed, old and
-   new.
-3. A deadlock, a consumer changed or created concurrently, or a provider
-   missed by the guess of step 1 rolls the transaction back and the whole
-   write starts again from step 1, up to
-   ``[placement] allocation_conflict_retry_count`` times.  Nothing is ever
-   retried inside a transaction that failed.
+   projects, users and consumer types on the way), and increment the
+   generation of every provider whose allocations changed, old and new.
+3. A deadlock, or a consumer changed or created by someone else since the
+   plan (the compare-and-swap or the unique consumer uuid tells), rolls
+   the transaction back and the whole write starts again from step 1, up
+   to ``[placement] allocation_conflict_retry_count`` times.  Nothing is
+   ever retried inside a transaction that failed.
 
 The reshaper uses the same pieces (:func:`writing`, :func:`begin_in`,
 :func:`check_claims_in`, :func:`check_capacity_in`, :func:`apply_in`,
@@ -92,6 +91,18 @@ class Allocation:
 
 
 @dataclasses.dataclass(frozen=True)
+class WriteState:
+    """The consumers of a write as they were stored when it was planned."""
+
+    stored: dict[str, consumer_obj.StoredConsumer]
+    old: tuple[consumer_obj.StoredAllocation, ...]
+
+    @property
+    def old_provider_ids(self) -> set[int]:
+        return {row.resource_provider_id for row in self.old}
+
+
+@dataclasses.dataclass(frozen=True)
 class Plan:
     """What a write resolved before taking its locks (see :func:`writing`)."""
 
@@ -100,6 +111,7 @@ class Plan:
     missing_provider: str | None
     class_ids: dict[str, int]
     missing_class: str | None
+    state: WriteState
     lock_ids: frozenset[int]
     # Other providers locked, by uuid (those whose inventories a reshape
     # replaces); unknown ones are absent.
@@ -112,24 +124,7 @@ class Plan:
         return [claim.consumer_uuid for claim in self.claims]
 
 
-@dataclasses.dataclass(frozen=True)
-class WriteState:
-    """What :func:`begin_in` read under the provider locks."""
-
-    stored: dict[str, consumer_obj.StoredConsumer]
-    old: tuple[consumer_obj.StoredAllocation, ...]
-
-    @property
-    def old_provider_ids(self) -> set[int]:
-        return {row.resource_provider_id for row in self.old}
-
-
-class _StaleGuess(Exception):
-    """Allocations appeared on a provider the write did not lock."""
-
-
-_RETRYABLE = (db_exc.DBDeadlock, db_exc.DBDuplicateEntry,
-              consumer_obj.ConsumerChanged, _StaleGuess)
+_RETRYABLE = (db_exc.DBDeadlock, db_exc.DBDuplicateEntry, consumer_obj.ConsumerChanged)
 
 
 def _utcnow() -> datetime.datetime:
@@ -155,35 +150,29 @@ def with_retries(ctx: Any, attempt: Callable[[], T]) -> T:
     raise exceptions.AllocationsConflict()
 
 
+_PROVIDER, _CLASS = 0, 1
+
+
 def _lookups(conn: sa.engine.Connection, provider_uuids: Sequence[str],
              consumer_uuids: Sequence[str], class_names: set[str]
-             ) -> tuple[dict[str, int], set[int], dict[str, int]]:
-    """Provider ids by uuid, the providers the consumers hold allocations
-    on, and class ids by name -- in one round trip."""
+             ) -> tuple[dict[str, int], dict[str, int],
+                        dict[str, consumer_obj.StoredConsumer],
+                        list[consumer_obj.StoredAllocation]]:
+    """Provider ids by uuid, class ids by name, and the consumers' rows and
+    allocations -- in one round trip."""
     rc = tables.resource_classes
-    parts = []
-    if provider_uuids:
-        parts.append(sa.select(sa.literal(0, sa.Integer), _RP.c.uuid, _RP.c.id)
-                     .where(_RP.c.uuid.in_(sorted(set(provider_uuids)))))
-    if consumer_uuids:
-        parts.append(sa.select(sa.literal(1, sa.Integer), _ALLOC.c.consumer_id,
-                               _ALLOC.c.resource_provider_id).distinct()
-                     .where(_ALLOC.c.consumer_id.in_(sorted(set(consumer_uuids)))))
-    if class_names:
-        parts.append(sa.select(sa.literal(2, sa.Integer), rc.c.name, rc.c.id)
-                     .where(rc.c.name.in_(sorted(class_names))))
-    providers: dict[str, int] = {}
-    held: set[int] = set()
-    classes: dict[str, int] = {}
-    rows = conn.execute(sa.union_all(*parts)).all() if parts else []
-    for kind, name, id_ in rows:
-        if kind == 0:
-            providers[name] = id_
-        elif kind == 1:
-            held.add(id_)
-        else:
-            classes[name] = id_
-    return providers, held, classes
+    padding = [sa.cast(sa.null(), sa.Integer)] * 4
+    parts = [
+        sa.select(sa.literal(_PROVIDER, sa.Integer), _RP.c.uuid, _RP.c.id, *padding)
+        .where(_RP.c.uuid.in_(sorted(set(provider_uuids)))),
+        sa.select(sa.literal(_CLASS, sa.Integer), rc.c.name, rc.c.id, *padding)
+        .where(rc.c.name.in_(sorted(class_names))),
+        *consumer_obj.stored_selects(consumer_uuids),
+    ]
+    rows = conn.execute(sa.union_all(*parts)).all()
+    providers = {row[1]: row[2] for row in rows if row[0] == _PROVIDER}
+    classes = {row[1]: row[2] for row in rows if row[0] == _CLASS}
+    return (providers, classes, *consumer_obj.split_stored(rows))
 
 
 def _first_missing(wanted: Iterable[str], found: Mapping[str, int]) -> str | None:
@@ -196,7 +185,7 @@ def _prepare_in(conn: sa.engine.Connection, ctx: Any,
         uuid for claim in claims for uuid in claim.resources))
     class_names = {name for claim in claims
                    for resources in claim.resources.values() for name in resources}
-    known, held, class_ids = _lookups(
+    known, class_ids, stored, old = _lookups(
         conn, [*provider_uuids, *also_lock],
         [claim.consumer_uuid for claim in claims], class_names)
     provider_ids = {uuid: known[uuid] for uuid in provider_uuids if uuid in known}
@@ -205,7 +194,9 @@ def _prepare_in(conn: sa.engine.Connection, ctx: Any,
                 missing_provider=_first_missing(provider_uuids, provider_ids),
                 class_ids=class_ids,
                 missing_class=_first_missing(sorted(class_names), class_ids),
-                lock_ids=frozenset(known.values()) | held,
+                state=WriteState(stored=stored, old=tuple(old)),
+                lock_ids=frozenset(known.values())
+                | {row.resource_provider_id for row in old},
                 also_locked={uuid: known[uuid] for uuid in also_lock if uuid in known},
                 incomplete=(placement_conf.incomplete_consumer_project_id,
                             placement_conf.incomplete_consumer_user_id))
@@ -236,15 +227,17 @@ def writing(ctx: Any, claims: Sequence[ConsumerClaim], also_lock: Sequence[str] 
 
 
 def begin_in(conn: sa.engine.Connection, plan: Plan) -> WriteState:
-    """Lock the providers, then read the consumers and their allocations."""
+    """Lock the providers; what the write found of its consumers.
+
+    The consumers and their allocations were read with the plan, before the
+    locks.  Had another writer changed them since, the compare-and-swap on
+    the consumer generation (or the unique consumer uuid) fails when this
+    write saves them, and the write starts over: every change of a
+    consumer's allocations changes its generation, and a consumer deleted
+    and created again has a new row id.
+    """
     db_api.lock_providers(conn, sorted(plan.lock_ids))
-    stored, old = consumer_obj.get_stored_in(conn, plan.consumer_uuids)
-    state = WriteState(stored=stored, old=tuple(old))
-    if not state.old_provider_ids <= plan.lock_ids:
-        # Another writer moved a consumer meanwhile; locking those providers
-        # now would be out of order and after MySQL's snapshot: start over.
-        raise _StaleGuess()
-    return state
+    return plan.state
 
 
 def check_claims_in(plan: Plan, state: WriteState) -> None:

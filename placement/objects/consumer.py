@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -37,6 +37,9 @@ _TYPES = tables.consumer_types
 
 # How GET shows the type of consumers written before microversion 1.38.
 UNKNOWN_TYPE = "unknown"
+# Tags of the rows of stored_selects().
+STORED_CONSUMER = 10
+STORED_ALLOCATION = 11
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,32 +161,35 @@ def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
     return Identities(*found)
 
 
-def get_stored_in(conn: sa.engine.Connection, uuids: Iterable[str]
-                  ) -> tuple[dict[str, StoredConsumer], list[StoredAllocation]]:
-    """The consumers' rows and their allocations, in one round trip.
+def stored_selects(uuids: Sequence[str]) -> list[sa.Select[Any]]:
+    """Queries for the consumers' rows and their allocations, tagged and
+    padded to seven columns so that a caller can add them to a UNION of
+    its own; :func:`split_stored` sorts the rows back out.
 
     Allocations are read by consumer uuid, not joined to the consumer rows,
     so that none is missed even if its consumer row were missing.
     """
-    wanted = sorted(set(uuids))
-    if not wanted:
-        return {}, []
     c, a = _CONSUMERS, tables.allocations
-    rows = conn.execute(sa.union_all(
-        sa.select(sa.literal(0, sa.Integer), c.c.uuid, c.c.id, c.c.project_id,
-                  c.c.user_id, c.c.generation, c.c.consumer_type_id)
+    wanted = sorted(set(uuids))
+    return [
+        sa.select(sa.literal(STORED_CONSUMER, sa.Integer), c.c.uuid, c.c.id,
+                  c.c.project_id, c.c.user_id, c.c.generation, c.c.consumer_type_id)
         .where(c.c.uuid.in_(wanted)),
-        sa.select(sa.literal(1, sa.Integer), a.c.consumer_id, a.c.id,
+        sa.select(sa.literal(STORED_ALLOCATION, sa.Integer), a.c.consumer_id, a.c.id,
                   a.c.resource_provider_id, a.c.resource_class_id, a.c.used,
                   sa.cast(sa.null(), sa.Integer))
         .where(a.c.consumer_id.in_(wanted)),
-    )).all()
+    ]
+
+
+def split_stored(rows: Iterable[Sequence[Any]]
+                 ) -> tuple[dict[str, StoredConsumer], list[StoredAllocation]]:
     consumers: dict[str, StoredConsumer] = {}
     allocations: list[StoredAllocation] = []
     for kind, uuid, id_, first, second, third, fourth in rows:
-        if kind == 0:
+        if kind == STORED_CONSUMER:
             consumers[uuid] = StoredConsumer(id_, uuid, first, second, third, fourth)
-        else:
+        elif kind == STORED_ALLOCATION:
             allocations.append(StoredAllocation(id_, uuid, first, second, third))
     return consumers, allocations
 

@@ -13,7 +13,10 @@ client keeping its own record of what it holds.  Afterwards:
 * capacity did run out (some claims were refused for it);
 * for every provider and class, usage is within capacity and equals the
   sum of what the clients believe they hold, and every consumer's
-  allocations are exactly what its client believes.
+  allocations are exactly what its client believes;
+* two consumers that all clients rewrite with the generation they just
+  read went through one unbroken chain of generations: no two writers
+  succeeded from the same one.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ PROVIDERS = 3
 # Per provider: 16 VCPU and 8 GB; a claim takes 1 or 2 VCPU and 512 MB each.
 INVENTORY = {"VCPU": {"total": 16}, "MEMORY_MB": {"total": 8192}}
 CAPACITY_MESSAGE = "would exceed the capacity"
+# Consumers every client rewrites, with the generation it last read.
+SHARED = ["5a5a5a5a-0000-4000-8000-000000000001", "5a5a5a5a-0000-4000-8000-000000000002"]
 
 
 @dataclasses.dataclass
@@ -65,6 +70,9 @@ class Worker(threading.Thread):
         self.providers = providers
         self.random = random.Random(seed)
         self.held: dict[str, Held] = {}
+        # Successful rewrites of shared consumers: (consumer, generation
+        # expected, allocation written).
+        self.rewrites: list[tuple[str, int | None, Held]] = []
         self.outcome = Outcome()
 
     def _body(self, held: Held | None) -> dict[str, Any]:
@@ -127,11 +135,28 @@ class Worker(threading.Thread):
         if ok:
             del self.held[consumer]
 
+    def rewrite_shared(self) -> None:
+        """Read a shared consumer and write it back moved: of the clients
+        that read the same generation, exactly one may succeed."""
+        consumer = self.random.choice(SHARED)
+        status, data = self.client.request("GET", "/allocations/%s" % consumer)
+        if status != 200:
+            self.outcome.problems.append("GET %s: %s %s" % (consumer, status, data))
+            return
+        generation = data.get("consumer_generation")
+        new = Held(self.random.choice(self.providers), {"VCPU": 1, "MEMORY_MB": 512},
+                   (generation or 0) + 1)
+        body = dict(self._body(new), consumer_generation=generation)
+        if self._send("PUT", "/allocations/%s" % consumer, body):
+            self.rewrites.append((consumer, generation, new))
+
     def run(self) -> None:
         try:
             for _ in range(OPERATIONS_PER_CLIENT):
                 roll = self.random.random()
-                if roll < 0.55 or not self.held:
+                if roll < 0.1:
+                    self.rewrite_shared()
+                elif roll < 0.55 or not self.held:
                     self.claim()
                 elif roll < 0.75:
                     self.move()
@@ -158,15 +183,34 @@ def _create_providers(client: Client) -> list[str]:
     return uuids
 
 
+def _shared_outcome(client: Client, workers: list[Worker]) -> dict[str, Held]:
+    """Check the rewrites of shared consumers formed one chain of
+    generations (no two succeeded from the same one: no lost update) and
+    return what each shared consumer holds: the last rewrite."""
+    final = {}
+    for consumer in SHARED:
+        rewrites = [(generation, held) for worker in workers
+                    for shared, generation, held in worker.rewrites if shared == consumer]
+        status, data = client.request("GET", "/allocations/%s" % consumer)
+        if not rewrites:
+            assert data["allocations"] == {}
+            continue
+        expected = sorted((generation or 0) for generation, _ in rewrites)
+        assert expected == list(range(len(rewrites))), (consumer, expected)
+        assert data["consumer_generation"] == len(rewrites)
+        final[consumer] = max(rewrites, key=lambda item: item[0] or 0)[1]
+    return final
+
+
 def _verify(client: Client, providers: list[str], workers: list[Worker]) -> None:
-    believed: dict[tuple[str, str], int] = {}
-    consumers: dict[str, Held] = {}
+    consumers: dict[str, Held] = _shared_outcome(client, workers)
     for worker in workers:
-        for consumer, held in worker.held.items():
-            consumers[consumer] = held
-            for name, amount in held.resources.items():
-                key = (held.provider, name)
-                believed[key] = believed.get(key, 0) + amount
+        consumers.update(worker.held)
+    believed: dict[tuple[str, str], int] = {}
+    for held in consumers.values():
+        for name, amount in held.resources.items():
+            key = (held.provider, name)
+            believed[key] = believed.get(key, 0) + amount
     for rp in providers:
         status, data = client.request("GET", "/resource_providers/%s/usages" % rp)
         assert status == 200
