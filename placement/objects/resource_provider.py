@@ -207,6 +207,7 @@ def create(ctx: Any, name: str, uuid: str | None = None,
         if parent_uuid is not None:
             _lock_uuids_in(conn, [parent_uuid])
         parent = _parent_in(conn, parent_uuid, action="create")
+        _refuse_taken(conn, uuid, name)
         values = {"uuid": uuid, "name": name, "generation": 0,
                   "created_at": utcnow()}
         if parent is not None:
@@ -221,6 +222,24 @@ def create(ctx: Any, name: str, uuid: str | None = None,
             conn.execute(_RP.update().where(_RP.c.id == new_id)
                          .values(root_provider_id=new_id))
         return get_by_uuid_in(conn, uuid)
+
+
+def _refuse_taken(conn: sa.engine.Connection, uuid: str, name: str) -> None:
+    """ProviderExists if the uuid or the name is in use, naming the uuid
+    when both are, as Placement does.
+
+    Looked up before the insert so that the answer does not depend on which
+    unique index a backend happens to check first; the insert still maps a
+    duplicate from a concurrent creation.
+    """
+    taken = conn.execute(sa.select(_RP.c.uuid).where(
+        sa.or_(_RP.c.uuid == uuid, _RP.c.name == name))).scalars().all()
+    if not taken:
+        return
+    column = "uuid" if uuid in taken else "name"
+    value = uuid if column == "uuid" else name
+    raise exceptions.ProviderExists(fields="%s: %s" % (column, value),
+                                    columns=[column])
 
 
 def _exists(exc: db_exc.DBDuplicateEntry, values: dict[str, str]

@@ -13,7 +13,9 @@ FLOAT_MAX = 3.40282e+38
 
 
 def _count(minimum: int) -> Schema:
-    return {"type": "integer", "minimum": minimum, "maximum": MAX_INT}
+    # Key order is visible: validation errors quote the schema, and
+    # Placement's has the maximum first.
+    return {"type": "integer", "maximum": MAX_INT, "minimum": minimum}
 
 
 FIELDS: dict[str, Schema] = {
@@ -30,7 +32,7 @@ def _record(required: list[str], **extra: Schema) -> Schema:
     return {
         "type": "object",
         "properties": {"resource_provider_generation": GENERATION,
-                       **extra, **FIELDS},
+                       **FIELDS, **extra},
         "required": required,
         "additionalProperties": False,
     }
