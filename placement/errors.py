@@ -81,7 +81,8 @@ class MethodNotAllowed(ApiError):
     def __init__(self, allowed: list[str],
                  detail: str = "The method specified is not allowed for this resource."
                  ) -> None:
-        super().__init__(detail, headers={"Allow": ", ".join(allowed)})
+        super().__init__(
+            detail, headers={"Allow": ", ".join(allowed)} if allowed else None)
 
 
 class NotAcceptable(ApiError):
@@ -161,10 +162,11 @@ def render(
         "status": status,
         "title": title,
         "detail": full_detail(status, detail, environ),
-        "request_id": request_id,
     }
+    # Placement writes the code before the request id.
     if version is not None and version >= CODES_SINCE:
         error["code"] = code
+    error["request_id"] = request_id
     if extra:
         error.update(extra)
     return json.dumps({"errors": [error]}).encode("utf-8")

@@ -51,8 +51,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/resource_providers", "resource_provider:list_providers"),
     Route("POST", "/resource_providers", "resource_provider:create_provider"),
     Route("GET", _RP, "resource_provider:show_provider"),
-    Route("PUT", _RP, "resource_provider:update_provider"),
     Route("DELETE", _RP, "resource_provider:delete_provider"),
+    Route("PUT", _RP, "resource_provider:update_provider"),
     # Inventories.
     Route("GET", _RP + "/inventories", "inventory:list_inventories"),
     Route("POST", _RP + "/inventories", "inventory:create_inventory"),
@@ -146,20 +146,20 @@ class Router:
         if found is None:
             raise errors.NotFound("")
         template, urlvars = found
-        available = [
-            (route, handler)
-            for route, handler in self._by_path[template]
-            if route.min_version <= version
-        ]
-        if not available:
-            raise errors.NotFound("")
-        for route, handler in available:
-            if route.method == method:
+        declared = self._by_path[template]
+        for route, handler in declared:
+            if route.method != method:
+                continue
+            if route.min_version <= version:
                 return route, handler, urlvars
-        allowed = sorted(route.method for route, _ in available)
-        if any(route.method == method for route, _ in self._by_path[template]):
-            raise errors.MethodNotAllowed(allowed, detail="")
-        raise errors.MethodNotAllowed(allowed)
+            if all(other.min_version > version for other, _ in declared):
+                raise errors.NotFound("")  # the URL is newer than the request
+            # A method newer than the request on an older URL: 405 and,
+            # like Placement, no Allow header.
+            raise errors.MethodNotAllowed([], detail="")
+        # An undeclared method: Allow lists every declared one, in the
+        # table's order, whatever the version.
+        raise errors.MethodNotAllowed([route.method for route, _ in declared])
 
 
 def provider_url(uuid: str) -> str:

@@ -158,3 +158,13 @@ def test_method_not_allowed_detail_can_be_empty() -> None:
     exc = errors.MethodNotAllowed(["GET"], detail="")
     assert exc.detail == ""
     assert exc.headers == {"Allow": "GET"}
+
+
+def test_code_is_written_before_the_request_id() -> None:
+    # Placement's error objects list the code before the request id; some
+    # clients compare bodies as text.
+    from placement import errors as placement_errors
+
+    body = placement_errors.render(404, "Not Found", "gone", "req-1",
+                                   version=(1, 23)).decode()
+    assert body.index('"code"') < body.index('"request_id"')
