@@ -11,7 +11,6 @@ succeed.  Nothing may answer 500.
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import uuid as uuidlib
 from typing import Any, Callable, Iterator
@@ -19,11 +18,7 @@ from typing import Any, Callable, Iterator
 import pytest
 import webob
 
-from placement import app
-from placement.db import migration
-from placement.db.api import Database
-from tests import backends
-from tests.functional import fixtures
+from tests.functional import inprocess
 
 WRITERS = 6
 ROUNDS = 8
@@ -31,27 +26,10 @@ ROUNDS = 8
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql", "mysql"])
 def placement_app(request: pytest.FixtureRequest) -> Iterator[Any]:
-    backends.require(request.param)
-    with backends.fresh_database(request.param) as url:
-        conf = fixtures.make_conf(url)
-        db = Database(conf)
-        try:
-            migration.upgrade(db)
-            yield app.build_app(conf, db)
-        finally:
-            db.dispose()
+    with inprocess.application(request.param) as application:
+        yield application
 
 
-def send(application: Any, method: str, path: str, body: Any = None,
-         version: str = "latest") -> webob.Response:
-    req = webob.Request.blank(path, method=method)
-    req.headers["X-Auth-Token"] = "admin"
-    req.headers["Accept"] = "application/json"
-    req.headers["OpenStack-API-Version"] = "placement " + version
-    if body is not None:
-        req.content_type = "application/json"
-        req.body = json.dumps(body).encode()
-    return req.get_response(application)
 
 
 def together(*calls: Callable[[], webob.Response]) -> list[webob.Response]:
@@ -82,13 +60,13 @@ def new_provider(application: Any, parent: str | None = None) -> str:
     body: dict[str, Any] = {"name": "rp-" + uuid, "uuid": uuid}
     if parent:
         body["parent_provider_uuid"] = parent
-    assert send(application, "POST", "/resource_providers", body).status_int == 200
+    assert inprocess.send(application, "POST", "/resource_providers", body).status_int == 200
     return uuid
 
 
 def set_inventory(application: Any, uuid: str, generation: int,
                   inventories: dict[str, Any]) -> None:
-    resp = send(application, "PUT", "/resource_providers/%s/inventories" % uuid,
+    resp = inprocess.send(application, "PUT", "/resource_providers/%s/inventories" % uuid,
                 {"resource_provider_generation": generation,
                  "inventories": inventories})
     assert resp.status_int == 200, resp.text
@@ -96,7 +74,7 @@ def set_inventory(application: Any, uuid: str, generation: int,
 
 def claim(application: Any, provider: str, resources: dict[str, int]
           ) -> webob.Response:
-    return send(application, "PUT", "/allocations/%s" % uuidlib.uuid4(), {
+    return inprocess.send(application, "PUT", "/allocations/%s" % uuidlib.uuid4(), {
         "allocations": {provider: {"resources": resources}},
         "project_id": "p", "user_id": "u", "consumer_generation": None,
     }, version="1.28")
@@ -107,13 +85,13 @@ def codes(responses: list[webob.Response]) -> list[str]:
 
 
 def generation(application: Any, uuid: str) -> int:
-    return int(send(application, "GET", "/resource_providers/" + uuid).json["generation"])
+    return int(inprocess.send(application, "GET", "/resource_providers/" + uuid).json["generation"])
 
 
 def test_replacing_inventories_with_one_generation(placement_app: Any) -> None:
     uuid = new_provider(placement_app)
     responses = together(*[
-        (lambda total=total: send(
+        (lambda total=total: inprocess.send(
             placement_app, "PUT", "/resource_providers/%s/inventories" % uuid,
             {"resource_provider_generation": 0,
              "inventories": {"VCPU": {"total": total}}}))
@@ -123,7 +101,7 @@ def test_replacing_inventories_with_one_generation(placement_app: Any) -> None:
     assert len(winners) == 1
     assert {r.status_int for r in losers} == {409}
     assert set(codes(losers)) == {"placement.concurrent_update"}
-    stored = send(placement_app, "GET", "/resource_providers/%s/inventories" % uuid).json
+    stored = inprocess.send(placement_app, "GET", "/resource_providers/%s/inventories" % uuid).json
     assert stored["resource_provider_generation"] == 1
     assert stored["inventories"]["VCPU"]["total"] == \
         winners[0].json["inventories"]["VCPU"]["total"]
@@ -133,7 +111,7 @@ def test_updating_one_inventory_with_one_generation(placement_app: Any) -> None:
     uuid = new_provider(placement_app)
     set_inventory(placement_app, uuid, 0, {"DISK_GB": {"total": 10}})
     responses = together(*[
-        (lambda total=total: send(
+        (lambda total=total: inprocess.send(
             placement_app, "PUT", "/resource_providers/%s/inventories/DISK_GB" % uuid,
             {"resource_provider_generation": 1, "total": total}))
         for total in range(20, 20 + WRITERS)])
@@ -144,7 +122,7 @@ def test_updating_one_inventory_with_one_generation(placement_app: Any) -> None:
 def test_adding_the_same_class(placement_app: Any) -> None:
     uuid = new_provider(placement_app)
     responses = together(*[
-        (lambda: send(placement_app, "POST",
+        (lambda: inprocess.send(placement_app, "POST",
                       "/resource_providers/%s/inventories" % uuid,
                       {"resource_class": "MEMORY_MB", "total": 1024}))
         for _ in range(WRITERS)])
@@ -162,7 +140,7 @@ def test_adding_different_classes_all_land(placement_app: Any) -> None:
     pending = list(classes)
     for _attempt in range(len(classes)):
         responses = together(*[
-            (lambda rc=rc: send(placement_app, "POST",
+            (lambda rc=rc: inprocess.send(placement_app, "POST",
                                 "/resource_providers/%s/inventories" % uuid,
                                 {"resource_class": rc, "total": 8}))
             for rc in pending])
@@ -171,7 +149,7 @@ def test_adding_different_classes_all_land(placement_app: Any) -> None:
         if not pending:
             break
     assert not pending
-    stored = send(placement_app, "GET", "/resource_providers/%s/inventories" % uuid).json
+    stored = inprocess.send(placement_app, "GET", "/resource_providers/%s/inventories" % uuid).json
     assert sorted(stored["inventories"]) == sorted(classes)
     assert stored["resource_provider_generation"] == len(classes)
 
@@ -179,7 +157,7 @@ def test_adding_different_classes_all_land(placement_app: Any) -> None:
 def test_creating_providers_with_one_name(placement_app: Any) -> None:
     name = "same-" + uuidlib.uuid4().hex
     responses = together(*[
-        (lambda: send(placement_app, "POST", "/resource_providers", {"name": name}))
+        (lambda: inprocess.send(placement_app, "POST", "/resource_providers", {"name": name}))
         for _ in range(WRITERS)])
     assert sorted(r.status_int for r in responses) == [200] + [409] * (WRITERS - 1)
     assert set(codes([r for r in responses if r.status_int == 409])) == {
@@ -191,10 +169,10 @@ def test_a_child_never_outlives_its_parent(placement_app: Any) -> None:
         parent = new_provider(placement_app)
         child = str(uuidlib.uuid4())
         created, deleted = together(
-            functools.partial(send, placement_app, "POST", "/resource_providers",
+            functools.partial(inprocess.send, placement_app, "POST", "/resource_providers",
                               {"name": "c-" + child, "uuid": child,
                                "parent_provider_uuid": parent}),
-            functools.partial(send, placement_app, "DELETE",
+            functools.partial(inprocess.send, placement_app, "DELETE",
                               "/resource_providers/" + parent))
         assert created.status_int in (200, 400), created.text
         assert deleted.status_int in (204, 409), deleted.text
@@ -203,10 +181,10 @@ def test_a_child_never_outlives_its_parent(placement_app: Any) -> None:
         if created.status_int == 200:
             assert deleted.json["errors"][0]["code"] == \
                 "placement.resource_provider.cannot_delete_parent"
-            shown = send(placement_app, "GET", "/resource_providers/" + child).json
+            shown = inprocess.send(placement_app, "GET", "/resource_providers/" + child).json
             assert shown["root_provider_uuid"] == parent
         else:
-            assert send(placement_app, "GET",
+            assert inprocess.send(placement_app, "GET",
                         "/resource_providers/" + child).status_int == 404
 
 
@@ -216,14 +194,14 @@ def test_allocated_inventory_is_never_removed(placement_app: Any) -> None:
         set_inventory(placement_app, uuid, 0, {"VCPU": {"total": 4}})
         claimed, removed = together(
             functools.partial(claim, placement_app, uuid, {"VCPU": 1}),
-            functools.partial(send, placement_app, "DELETE",
+            functools.partial(inprocess.send, placement_app, "DELETE",
                               "/resource_providers/%s/inventories/VCPU" % uuid))
         assert claimed.status_int in (204, 409), claimed.text
         assert removed.status_int in (204, 409), removed.text
         assert (claimed.status_int == 204) != (removed.status_int == 204)
-        usages = send(placement_app, "GET",
+        usages = inprocess.send(placement_app, "GET",
                       "/resource_providers/%s/usages" % uuid).json["usages"]
-        inventories = send(placement_app, "GET",
+        inventories = inprocess.send(placement_app, "GET",
                            "/resource_providers/%s/inventories" % uuid).json
         if claimed.status_int == 204:
             assert usages == {"VCPU": 1}
@@ -239,7 +217,7 @@ def test_a_used_provider_is_never_deleted(placement_app: Any) -> None:
         set_inventory(placement_app, uuid, 0, {"VCPU": {"total": 4}})
         claimed, deleted = together(
             functools.partial(claim, placement_app, uuid, {"VCPU": 1}),
-            functools.partial(send, placement_app, "DELETE",
+            functools.partial(inprocess.send, placement_app, "DELETE",
                               "/resource_providers/" + uuid))
         assert claimed.status_int in (204, 400, 409), claimed.text
         assert deleted.status_int in (204, 409), deleted.text

@@ -10,7 +10,6 @@ raced on one provider's generation must get exactly one success and 409
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid as uuidlib
 from typing import Any, Iterator
@@ -18,11 +17,7 @@ from typing import Any, Iterator
 import pytest
 import webob
 
-from placement import app
-from placement.db import migration
-from placement.db.api import Database
-from tests import backends
-from tests.functional import fixtures
+from tests.functional import inprocess
 
 WRITERS = 8
 
@@ -30,27 +25,10 @@ WRITERS = 8
 # One database per backend for the module; each test uses names of its own.
 @pytest.fixture(scope="module", params=["sqlite", "postgresql", "mysql"])
 def application(request: pytest.FixtureRequest) -> Iterator[Any]:
-    backend = request.param
-    backends.require(backend)
-    with backends.fresh_database(backend) as url:
-        conf = fixtures.make_conf(url)
-        db = Database(conf)
-        try:
-            migration.upgrade(db)
-            yield app.build_app(conf, db)
-        finally:
-            db.dispose()
+    with inprocess.application(request.param) as application:
+        yield application
 
 
-def _call(application: Any, method: str, path: str, body: Any = None,
-          version: str = "latest") -> webob.Response:
-    req = webob.Request.blank(path, method=method)
-    req.headers["X-Auth-Token"] = "admin"
-    req.headers["OpenStack-API-Version"] = "placement " + version
-    if body is not None:
-        req.content_type = "application/json"
-        req.body = json.dumps(body).encode()
-    return req.get_response(application)
 
 
 def _at_once(count: int, send: Any) -> list[webob.Response]:
@@ -82,27 +60,27 @@ def _statuses(responses: list[webob.Response]) -> list[int]:
 
 def _create_provider(application: Any) -> str:
     uuid = str(uuidlib.uuid4())
-    resp = _call(application, "POST", "/resource_providers",
+    resp = inprocess.send(application, "POST", "/resource_providers",
                  {"name": "racer-" + uuid, "uuid": uuid})
     assert resp.status_int == 200, resp.text
     return uuid
 
 
 def test_creating_one_trait_at_once(application: Any) -> None:
-    results = _at_once(WRITERS, lambda i: _call(
+    results = _at_once(WRITERS, lambda i: inprocess.send(
         application, "PUT", "/traits/CUSTOM_RACE"))
     assert _statuses(results) == [201] + [204] * (WRITERS - 1)
     assert all(r.location.endswith("/traits/CUSTOM_RACE") for r in results)
 
 
 def test_creating_one_resource_class_at_once_with_put(application: Any) -> None:
-    results = _at_once(WRITERS, lambda i: _call(
+    results = _at_once(WRITERS, lambda i: inprocess.send(
         application, "PUT", "/resource_classes/CUSTOM_RACE_PUT", version="1.7"))
     assert _statuses(results) == [201] + [204] * (WRITERS - 1)
 
 
 def test_creating_one_resource_class_at_once_with_post(application: Any) -> None:
-    results = _at_once(WRITERS, lambda i: _call(
+    results = _at_once(WRITERS, lambda i: inprocess.send(
         application, "POST", "/resource_classes", {"name": "CUSTOM_RACE_POST"}))
     assert _statuses(results) == [201] + [409] * (WRITERS - 1)
     for resp in results:
@@ -113,53 +91,53 @@ def test_creating_one_resource_class_at_once_with_post(application: Any) -> None
 def test_many_providers_join_one_new_aggregate_at_once(application: Any) -> None:
     uuids = [_create_provider(application) for _ in range(WRITERS)]
     aggregate = "a99e0000-0000-4000-8000-000000000001"
-    results = _at_once(WRITERS, lambda i: _call(
+    results = _at_once(WRITERS, lambda i: inprocess.send(
         application, "PUT", "/resource_providers/%s/aggregates" % uuids[i],
         {"aggregates": [aggregate], "resource_provider_generation": 0}))
     assert _statuses(results) == [200] * WRITERS, [r.text for r in results]
     for uuid in uuids:
-        resp = _call(application, "GET", "/resource_providers/%s/aggregates" % uuid)
+        resp = inprocess.send(application, "GET", "/resource_providers/%s/aggregates" % uuid)
         assert resp.json == {"aggregates": [aggregate],
                              "resource_provider_generation": 1}
 
 
 def test_racing_on_one_providers_traits(application: Any) -> None:
     uuid = _create_provider(application)
-    results = _at_once(WRITERS, lambda i: _call(
+    results = _at_once(WRITERS, lambda i: inprocess.send(
         application, "PUT", "/resource_providers/%s/traits" % uuid,
         {"traits": ["HW_CPU_X86_AVX2"], "resource_provider_generation": 0}))
     assert _statuses(results) == [200] + [409] * (WRITERS - 1)
     for resp in results:
         if resp.status_int == 409:
             assert resp.json["errors"][0]["code"] == "placement.concurrent_update"
-    resp = _call(application, "GET", "/resource_providers/%s/traits" % uuid)
+    resp = inprocess.send(application, "GET", "/resource_providers/%s/traits" % uuid)
     assert resp.json == {"traits": ["HW_CPU_X86_AVX2"],
                          "resource_provider_generation": 1}
 
 
 def test_racing_on_one_providers_aggregates(application: Any) -> None:
     uuid = _create_provider(application)
-    results = _at_once(WRITERS, lambda i: _call(
+    results = _at_once(WRITERS, lambda i: inprocess.send(
         application, "PUT", "/resource_providers/%s/aggregates" % uuid,
         {"aggregates": ["a99e0000-0000-4000-8000-1%011d" % i],
          "resource_provider_generation": 0}))
     assert _statuses(results) == [200] + [409] * (WRITERS - 1)
     winner = next(r for r in results if r.status_int == 200)
-    resp = _call(application, "GET", "/resource_providers/%s/aggregates" % uuid)
+    resp = inprocess.send(application, "GET", "/resource_providers/%s/aggregates" % uuid)
     assert resp.json == winner.json
 
 
 def test_racing_deletes_of_one_providers_traits(application: Any) -> None:
     uuid = _create_provider(application)
-    resp = _call(application, "PUT", "/resource_providers/%s/traits" % uuid,
+    resp = inprocess.send(application, "PUT", "/resource_providers/%s/traits" % uuid,
                  {"traits": ["HW_CPU_X86_AVX"], "resource_provider_generation": 0})
     assert resp.status_int == 200, resp.text
-    results = _at_once(WRITERS, lambda i: _call(
+    results = _at_once(WRITERS, lambda i: inprocess.send(
         application, "DELETE", "/resource_providers/%s/traits" % uuid))
     # Losers of a race for the same generation get 409, never a 500.
     assert set(_statuses(results)) <= {204, 409}
     assert 204 in _statuses(results)
-    resp = _call(application, "GET", "/resource_providers/%s/traits" % uuid)
+    resp = inprocess.send(application, "GET", "/resource_providers/%s/traits" % uuid)
     assert resp.json["traits"] == []
     # Exactly one delete emptied the set and bumped the generation; deleting
     # an already empty set changes nothing, generation included.
@@ -169,12 +147,12 @@ def test_racing_deletes_of_one_providers_traits(application: Any) -> None:
 def test_racing_pre_1_19_aggregate_writers(application: Any) -> None:
     uuid = _create_provider(application)
     shared = "a99e0000-0000-4000-8000-00000000aaaa"
-    results = _at_once(WRITERS, lambda i: _call(
+    results = _at_once(WRITERS, lambda i: inprocess.send(
         application, "PUT", "/resource_providers/%s/aggregates" % uuid,
         [shared, "a99e0000-0000-4000-8000-1%011d" % i], version="1.18"))
     # Without generations the last writer wins; nobody fails.
     assert _statuses(results) == [200] * WRITERS, [r.text for r in results]
-    resp = _call(application, "GET", "/resource_providers/%s/aggregates" % uuid,
+    resp = inprocess.send(application, "GET", "/resource_providers/%s/aggregates" % uuid,
                  version="1.18")
     assert shared in resp.json["aggregates"]
     assert len(resp.json["aggregates"]) == 2
