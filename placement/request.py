@@ -75,6 +75,15 @@ class PlacementRequest(webob.Request):
                 "Policy does not allow %s to be performed." % rule
             ) from None
 
+    def require_json(self) -> None:
+        """415 unless the body is JSON.
+
+        Writes call this before policy and lookups: Placement checks the
+        media type first, so a request wrong in several ways gets the 415.
+        """
+        if self.content_type != "application/json":
+            self.json_body()  # raises the 415, worded as for every body
+
     def json_body(self, schema: Schema | Versioned | None = None) -> Any:
         """The body parsed as JSON and validated against ``schema``.
 

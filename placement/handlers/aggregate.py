@@ -41,6 +41,7 @@ def set_aggregates(req: PlacementRequest) -> webob.Response:
     """PUT /resource_providers/{uuid}/aggregates: replace the provider's
     aggregates; 200 with the new list (see the module for the versions).
     """
+    req.require_json()
     req.authorize(policies.aggregate.UPDATE)
     try:
         body = req.json_body(schemas.SET_AGGREGATES)

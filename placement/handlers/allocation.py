@@ -143,6 +143,7 @@ def set_allocations_for_consumer(req: PlacementRequest) -> webob.Response:
     constraints refuse the allocations, or (``placement.concurrent_update``)
     when the consumer generation does not match.
     """
+    req.require_json()
     req.authorize(policies.allocation.ALLOC_UPDATE)
     raw_uuid = req.urlvars["consumer_uuid"]
     try:
@@ -165,6 +166,7 @@ def set_allocations(req: PlacementRequest) -> webob.Response:
     consumer_generation from 1.28, mappings from 1.34 and consumer_type
     from 1.38); an empty ``allocations`` clears that consumer.
     """
+    req.require_json()
     req.authorize(policies.allocation.ALLOC_MANAGE)
     body = req.json_body(schemas.POST_ALLOCATIONS)
     claims = [claim_from_body(consumer_uuid, data, req.version)

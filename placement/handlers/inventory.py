@@ -18,7 +18,6 @@ from placement import errors, exceptions, policies, responses
 from placement.objects import inventory as inv_obj
 from placement.objects import resource_provider as rp_obj
 from placement.request import PlacementRequest
-from placement.handlers.resource_provider import refuse_non_json
 from placement.routes import provider_url
 from placement.schemas import inventory as schemas
 
@@ -129,7 +128,7 @@ def create_inventory(req: PlacementRequest) -> webob.Response:
     No generation is required; a class the provider already has is 409
     ``placement.concurrent_update``; an unknown class or no capacity is 400.
     """
-    refuse_non_json(req)
+    req.require_json()
     req.authorize(policies.inventory.CREATE)
     provider = _provider(req)
     data = req.json_body(schemas.CREATE)
@@ -155,7 +154,7 @@ def replace_inventories(req: PlacementRequest) -> webob.Response:
     ``placement.inventory.inuse`` when a removed class has allocations,
     400 for unknown classes or no capacity.
     """
-    refuse_non_json(req)
+    req.require_json()
     req.authorize(policies.inventory.UPDATE)
     provider = _provider(req)
     data = req.json_body(schemas.REPLACE)
@@ -204,7 +203,7 @@ def update_inventory(req: PlacementRequest) -> webob.Response:
     the provider has no inventory of the class or it would have no
     capacity; 404 for a class that does not exist at all.
     """
-    refuse_non_json(req)
+    req.require_json()
     req.authorize(policies.inventory.UPDATE)
     provider = _provider(req)
     resource_class = req.urlvars["resource_class"]

@@ -82,6 +82,7 @@ def reshape(req: PlacementRequest) -> webob.Response:
     From 1.34 consumers may carry ``mappings``, from 1.38 they need
     ``consumer_type``.
     """
+    req.require_json()
     req.authorize(policies.reshaper.RESHAPE)
     body = req.json_body(schemas.RESHAPE)
     inventories = [_provider_inventories(uuid, data)

@@ -45,6 +45,7 @@ def create_resource_class(req: PlacementRequest) -> webob.Response:
 
     409 when a class of that name exists.
     """
+    req.require_json()
     req.authorize(policies.resource_class.CREATE)
     name = req.json_body(schemas.CREATE)["name"]
     try:

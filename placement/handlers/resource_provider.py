@@ -49,16 +49,6 @@ def render_provider(provider: rp_obj.ResourceProvider, version: tuple[int, int],
     return data
 
 
-def refuse_non_json(req: PlacementRequest) -> None:
-    """415 for a body that is not JSON, before policy and lookups.
-
-    Placement checks the media type of a write before anything else, so a
-    request that is wrong in several ways gets the 415.
-    """
-    if req.content_type != "application/json":
-        req.json_body()  # raises the 415, worded as for every body
-
-
 def _modified(provider: rp_obj.ResourceProvider) -> Any:
     return provider.updated_at or provider.created_at
 
@@ -110,7 +100,7 @@ def create_provider(req: PlacementRequest) -> webob.Response:
     provider (and the Location).  1.14 accepts ``parent_provider_uuid``.
     409 ``placement.duplicate_name`` when the name or uuid is taken.
     """
-    refuse_non_json(req)
+    req.require_json()
     req.authorize(policies.resource_provider.CREATE)
     data = req.json_body(schemas.CREATE)
     # A uuid sent without dashes is stored (and shown) in the usual form.
@@ -153,7 +143,7 @@ def update_provider(req: PlacementRequest) -> webob.Response:
     from 1.37 it can, but not to a provider in its own subtree.  The
     generation does not change.  409 ``placement.duplicate_name``.
     """
-    refuse_non_json(req)
+    req.require_json()
     req.authorize(policies.resource_provider.UPDATE)
     uuid = _get(req).uuid
     data = req.json_body(schemas.UPDATE)

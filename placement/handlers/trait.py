@@ -142,6 +142,7 @@ def set_provider_traits(req: PlacementRequest) -> webob.Response:
     longer the provider's, 400 for an unknown trait.  200 with the new list
     and generation, which moves only if the set of traits changed.
     """
+    req.require_json()
     req.authorize(policies.trait.RP_TRAIT_UPDATE)
     body = req.json_body(schemas.SET_PROVIDER_TRAITS)
     try:

@@ -63,6 +63,7 @@ def _allocations_by_provider(min_providers: int) -> Schema:
 
 MAPPINGS: Schema = {
     "type": "object",
+    "minProperties": 1,
     "patternProperties": {
         _GROUP_SUFFIX: {"type": "array", "minItems": 1, "items": UUID},
     },
