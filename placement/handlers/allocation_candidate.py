@@ -25,7 +25,6 @@ The query parameters and their versions are in
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 
@@ -94,10 +93,17 @@ def render_candidates(found: candidates.Candidates, version: tuple[int, int]
 _SAFE_UUID = re.compile(r"^[0-9a-fA-F-]*$")
 
 
-@functools.lru_cache(maxsize=4096)
+# Class and trait names as JSON string literals: names repeat in every
+# request, so each is encoded once (bounded by _text).
+_NAME_TEXTS: dict[str, str] = {}
+
+
 def _text(value: str) -> str:
-    """A JSON string literal; names repeat, so they are encoded once."""
-    return json.dumps(value)
+    """A JSON string literal, remembered in _NAME_TEXTS."""
+    text = json.dumps(value)
+    if len(_NAME_TEXTS) < 4096:
+        _NAME_TEXTS[value] = text
+    return text
 
 
 class _UuidTexts(dict):  # type: ignore[type-arg]
@@ -115,7 +121,8 @@ class _UuidTexts(dict):  # type: ignore[type-arg]
 
 
 def _resources_text(resources: dict[str, int]) -> str:
-    return ", ".join([f"{_text(name)}: {amount}"
+    names = _NAME_TEXTS
+    return ", ".join(["%s: %s" % (names.get(name) or _text(name), amount)
                       for name, amount in resources.items()])
 
 
@@ -141,19 +148,26 @@ def render_request(combination: candidates.Combination, suffixes: list[str],
 
 def render_summary(provider: candidates.Provider, quoted: _UuidTexts,
                    requested: set[str] | None, version: tuple[int, int]) -> str:
-    inventories = provider.inventories
-    if requested is not None:
-        inventories = {name: inventory for name, inventory in inventories.items()
-                       if name in requested}
-    resources = ", ".join([
-        f'{_text(name)}: {{"capacity": {inventory.capacity}, "used": {inventory.used}}}'
-        for name, inventory in inventories.items()])
-    text = f'{quoted[provider.id]}: {{"resources": {{{resources}}}'
+    # Runs once per summarised provider (tens of thousands on nested
+    # deployments), hence plain loops and %-formatting.
+    names = _NAME_TEXTS
+    resources = []
+    for name, inventory in provider.inventories.items():
+        if requested is not None and name not in requested:
+            continue
+        name_text = names.get(name) or _text(name)
+        resources.append('%s: {"capacity": %s, "used": %s}'
+                         % (name_text, inventory.capacity, inventory.used))
+    text = '%s: {"resources": {%s}' % (quoted[provider.id], ", ".join(resources))
     if version >= TRAITS_SINCE:
-        traits = ", ".join([_text(name) for name in sorted(provider.traits)])
-        text += f', "traits": [{traits}]'
+        traits = provider.traits
+        if traits:
+            text += ', "traits": [%s]' % ", ".join([
+                names.get(name) or _text(name) for name in sorted(traits)])
+        else:
+            text += ', "traits": []'
     if version >= NESTED_SINCE:
         parent = "null" if provider.parent_id is None else quoted[provider.parent_id]
-        text += (f', "parent_provider_uuid": {parent}, '
-                 f'"root_provider_uuid": {quoted[provider.root_id]}')
+        text += ', "parent_provider_uuid": %s, "root_provider_uuid": %s' % (
+            parent, quoted[provider.root_id])
     return text + "}"
