@@ -32,7 +32,7 @@ import webob
 
 from placement import errors, exceptions, policies, request_groups, responses
 from placement.objects import candidates
-from placement.objects.candidates import summary
+from placement.objects.candidates import collector, summary
 from placement.request import PlacementRequest
 from placement.schemas import allocation_candidate as schemas
 
@@ -49,6 +49,15 @@ def list_allocation_candidates(req: PlacementRequest) -> webob.Response:
     req.authorize(policies.allocation_candidate.LIST)
     req.query(schemas.QUERY)
     query = request_groups.parse(req.GET.items(), req.version)
+    with collector.paused():
+        body = _search_and_render(req, query)
+    return responses.json(req, None, body=body)
+
+
+def _search_and_render(req: PlacementRequest,
+                       query: request_groups.CandidateQuery) -> bytes:
+    """The response body; what the search held is freed on return, before
+    the collector is back on (it would otherwise scan it all once more)."""
     config = req.ctx.config
     assert config is not None
     options = config.placement
@@ -64,7 +73,7 @@ def list_allocation_candidates(req: PlacementRequest) -> webob.Response:
             "Invalid resource class in resources parameter: %s" % exc) from None
     except exceptions.TraitNotFound as exc:
         raise errors.BadRequest(str(exc)) from None
-    return responses.json(req, None, body=render_candidates(found, req.version))
+    return render_candidates(found, req.version)
 
 
 def render_candidates(found: candidates.Candidates, version: tuple[int, int]
