@@ -94,7 +94,7 @@ def render_candidates(found: candidates.Candidates, version: tuple[int, int]
                                whole_trees=version >= NESTED_SINCE)
     requested = (None if version >= ALL_INVENTORIES_SINCE
                  else set(found.query.resource_class_names))
-    summaries = [render_summary(p, quoted, requested, version) for p in shown]
+    summaries = render_summaries(shown, quoted, requested, version)
     return ('{"allocation_requests": [%s], "provider_summaries": {%s}}' % (
         ", ".join(requests), ", ".join(summaries))).encode("utf-8")
 
@@ -155,28 +155,56 @@ def render_request(combination: candidates.Combination, suffixes: list[str],
     return '{"allocations": %s, "mappings": {%s}}' % (allocations, mappings)
 
 
-def render_summary(provider: candidates.Provider, quoted: _UuidTexts,
-                   requested: set[str] | None, version: tuple[int, int]) -> str:
-    # Runs once per summarised provider (tens of thousands on nested
-    # deployments), hence plain loops and %-formatting.
+def render_summaries(shown: list[candidates.Provider], quoted: _UuidTexts,
+                     requested: set[str] | None, version: tuple[int, int]
+                     ) -> list[str]:
+    """One ``"uuid": {...}`` text per provider.
+
+    Runs over every provider of the trees involved (tens of thousands on
+    nested deployments), hence one loop with the version checks hoisted out
+    of it, and inventory and trait texts made once per request for each
+    distinct inventory record and trait set (providers of a deployment are
+    much alike).
+    """
     names = _NAME_TEXTS
-    resources = []
-    for name, inventory in provider.inventories.items():
-        if requested is not None and name not in requested:
-            continue
-        name_text = names.get(name) or _text(name)
-        resources.append('%s: {"capacity": %s, "used": %s}'
-                         % (name_text, inventory.capacity, inventory.used))
-    text = '%s: {"resources": {%s}' % (quoted[provider.id], ", ".join(resources))
-    if version >= TRAITS_SINCE:
-        traits = provider.traits
-        if traits:
-            text += ', "traits": [%s]' % ", ".join([
-                names.get(name) or _text(name) for name in sorted(traits)])
+    with_traits = version >= TRAITS_SINCE
+    with_tree = version >= NESTED_SINCE
+    inventory_texts: dict[tuple[str, candidates.Inventory], str] = {}
+    trait_texts: dict[frozenset[str], str] = {}
+    texts = []
+    for provider in shown:
+        resources = []
+        for item in provider.inventories.items():
+            text = inventory_texts.get(item)
+            if text is None:
+                name, inventory = item
+                if requested is not None and name not in requested:
+                    text = ""
+                else:
+                    text = '%s: {"capacity": %s, "used": %s}' % (
+                        names.get(name) or _text(name), inventory.capacity,
+                        inventory.used)
+                inventory_texts[item] = text
+            if text:
+                resources.append(text)
+        text = '%s: {"resources": {%s}' % (quoted[provider.id], ", ".join(resources))
+        if with_traits:
+            traits = provider.traits
+            if traits:
+                key = frozenset(traits)
+                traits_text = trait_texts.get(key)
+                if traits_text is None:
+                    traits_text = trait_texts[key] = ', "traits": [%s]' % ", ".join(
+                        [names.get(name) or _text(name) for name in sorted(traits)])
+                text += traits_text
+            else:
+                text += ', "traits": []'
+        if with_tree:
+            parent = provider.parent_id
+            text += ', "parent_provider_uuid": %s, "root_provider_uuid": %s}' % (
+                "null" if parent is None else quoted[parent],
+                quoted[provider.root_id])
         else:
-            text += ', "traits": []'
-    if version >= NESTED_SINCE:
-        parent = "null" if provider.parent_id is None else quoted[provider.parent_id]
-        text += ', "parent_provider_uuid": %s, "root_provider_uuid": %s' % (
-            parent, quoted[provider.root_id])
-    return text + "}"
+            text += "}"
+        texts.append(text)
+    return texts
