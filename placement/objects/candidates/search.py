@@ -165,12 +165,20 @@ def _load(conn: sa.engine.Connection, params: dict[str, list[int]],
           with_aggregates: bool, providers: dict[int, Provider]) -> None:
     """Add the providers of the trees ``params`` names to ``providers``."""
     known = providers.get
+    # tuple.__new__ directly: Inventory._make is a Python-level call, and
+    # this loop runs once per inventory row.
+    make_tuple = tuple.__new__
+    provider = None
     for row in _fetch(conn, "inventories", params):
-        provider = known(row[0])
-        if provider is None:
-            provider = providers[row[0]] = Provider(row[0], row[1], row[2], row[3])
+        provider_id = row[0]
+        if provider is None or provider.id != provider_id:
+            # Rows of one provider mostly come together.
+            provider = known(provider_id)
+            if provider is None:
+                provider = providers[provider_id] = Provider(
+                    provider_id, row[1], row[2], row[3])
         if row[4] is not None:
-            provider.inventories[row[4]] = Inventory._make(row[5:])
+            provider.inventories[row[4]] = make_tuple(Inventory, row[5:])
     for provider_id, kind, value in _fetch(
             conn, "traits_and_aggregates" if with_aggregates else "traits",
             params):
