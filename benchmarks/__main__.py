@@ -1,7 +1,7 @@
 """Command line: ``python3 -m benchmarks run|report ...`` (see README.rst).
 
     python3 -m benchmarks run --db postgresql --upstream-venv PATH
-    python3 -m benchmarks report [RESULTS.json] [--markdown | --rst]
+    python3 -m benchmarks report [RESULTS.json] [--markdown | --rst] [--full]
 
 ``report`` without a file reads the newest ``benchmarks/results/*.json``.
 """
@@ -34,10 +34,13 @@ def _report(argv: list[str]) -> int:
                         help="JSON written by run (default: newest in "
                         "benchmarks/results)")
     style = parser.add_mutually_exclusive_group()
-    style.add_argument("--markdown", action="store_true",
+    style.add_argument("--markdown", action="store_const", dest="style",
+                       const="markdown", default="text",
                        help="Markdown tables")
-    style.add_argument("--rst", action="store_true",
-                       help="reStructuredText tables (README.rst)")
+    style.add_argument("--rst", action="store_const", dest="style",
+                       const="rst", help="reStructuredText tables (README.rst)")
+    parser.add_argument("--full", action="store_true",
+                        help="also every figure of every workload")
     args = parser.parse_args(argv)
     path = args.results
     if not path:
@@ -49,13 +52,9 @@ def _report(argv: list[str]) -> int:
         path = max(found, key=os.path.getmtime)
     with open(path) as f:
         doc = json.load(f)
-    if args.markdown:
-        sys.stdout.write(report.markdown(doc))
-    elif args.rst:
-        sys.stdout.write(report.rst(doc))
-    else:
+    if args.style == "text":
         print("results: %s" % path)
-        report.print_text(doc)
+    sys.stdout.write(report.render(doc, args.style, args.full))
     return 0
 
 

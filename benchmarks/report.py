@@ -197,6 +197,76 @@ def figure_rows(doc: Result) -> list[list[str]]:
     return rows
 
 
+def summary_specs(options: Result) -> list[tuple]:
+    """(workload, scenario, latency, rate, server CPU, worker peak) getters
+    of the at-a-glance table; None where a figure does not apply."""
+    large = _count(options.get("large_providers"))
+    mem = peak("memory", "workers_peak_rss_mb")
+
+    def read(title: str, scenario: str, *prefix: str) -> tuple:
+        return (title, scenario, path(*prefix, "latency", "median_ms"),
+                path(*prefix, "throughput", "requests_per_s"),
+                path(*prefix, "throughput", "server_cpu_ms_per_req"), mem)
+    return [
+        read("1 allocation candidates, flat %s"
+             % _count(options.get("providers")), "flat"),
+        read("1 allocation candidates, flat %s" % large, "flat-large",
+             "candidates"),
+        read("2 allocation candidates, nested %s trees"
+             % _count(options.get("trees")), "nested"),
+        read("5 GET /resource_providers, %s" % large, "flat-large",
+             "providers_query"),
+        ("3 claims (rate: claims/s)", "write",
+         path("claims", "put_median_ms"), path("claims", "claims_per_s"),
+         path("claims", "server_cpu_ms_per_claim"), mem),
+        ("4 wide trees, limit=10, %s hosts (1 worker)"
+         % _count(options.get("wide_hosts")), "wide",
+         path("limited", "query_ms"), None, None,
+         peak("limited", "worker_peak_rss_mb")),
+        ("6 PUT /allocations, %s consumers"
+         % _count(options.get("reshape_consumers")), "reshape",
+         path("put_allocations", "median_ms"), None,
+         path("put_allocations", "server_cpu_ms_per_req"), mem),
+        ("6 POST /reshaper, %s consumers"
+         % _count(options.get("reshape_consumers")), "reshape",
+         path("reshaper", "median_ms"), None,
+         path("reshaper", "server_cpu_ms_per_req"), mem),
+    ]
+
+
+def _summary_head(doc: Result) -> list[str]:
+    sides = labels(doc)
+    if sides == ["upstream", "ours"]:
+        return ["workload", "median ms (upstream / ours)", "gain",
+                "req/s (upstream / ours)", "gain",
+                "server CPU ms/req (upstream / ours)", "gain",
+                "worker peak MB (upstream / ours)"]
+    return ["workload", "median ms", "req/s", "server CPU ms/req",
+            "worker peak MB"]
+
+
+def summary_rows(doc: Result) -> list[list[str]]:
+    """One row per workload: latency, rate, CPU and memory side by side."""
+    sides = labels(doc)
+    both = sides == ["upstream", "ours"]
+    rows = []
+    for spec in summary_specs(doc.get("options", {})):
+        title, scenario, getters = spec[0], spec[1], spec[2:]
+        if not any(runs_of(doc, s, scenario) for s in sides):
+            continue
+        row = [title]
+        for get, better in zip(getters, (LOWER, HIGHER, LOWER, None),
+                               strict=True):
+            values = [median_of(doc, s, scenario, get) if get else None
+                      for s in sides]
+            row.append(" / ".join(fmt(v) for v in values))
+            if both and better:
+                g = gain(values[0], values[1], better)
+                row.append("%sx" % fmt(g) if g is not None else "-")
+        rows.append(row)
+    return rows
+
+
 # --------------------------------------------------------------------------
 # Targets
 # --------------------------------------------------------------------------
@@ -305,6 +375,9 @@ def header(doc: Result) -> list[str]:
                                 options.get("workers"), options.get("rounds"),
                                 ", --quick sizes" if options.get("quick")
                                 else "")]
+    if options.get("server_env"):
+        lines[0] += "; server environment %s" % ", ".join(
+            "%s=%s" % kv for kv in sorted(options["server_env"].items()))
     for side in doc.get("sides", []):
         if side.get("placement_version"):
             what = "openstack-placement %s" % side["placement_version"]
@@ -324,7 +397,7 @@ def problems(doc: Result) -> list[str]:
             for i, r in enumerate(runs):
                 where = "%s %s round %d" % (label, scenario, i + 1)
                 for p in r.get("problems") or []:
-                    out.append("%s: %s" % (where, p[:300]))
+                    out.append("%s: %s" % (where, " ".join(p.split())[:200]))
                 noise = r.get("noise") or []
                 if noise:
                     shares = [int(x) for n in noise
@@ -357,24 +430,6 @@ def _figure_head(doc: Result) -> list[str]:
     return head
 
 
-def print_text(doc: Result, out: Callable[[str], None] = print) -> None:
-    for line in header(doc):
-        out(line)
-    out("")
-    for line in _text_table(_figure_head(doc), figure_rows(doc)):
-        out(line)
-    targets = target_rows(doc)
-    if targets:
-        out("")
-        for line in _text_table(["target", "measured", "status"], targets):
-            out(line)
-    issues = problems(doc)
-    if issues:
-        out("\nproblems and noise:")
-        for issue in issues:
-            out("  " + issue)
-
-
 def _rst_table(head: list[str], rows: list[list[str]]) -> list[str]:
     """A reStructuredText simple table (no cell may be empty)."""
     rows = [[str(c) or "-" for c in r] for r in rows]
@@ -386,30 +441,34 @@ def _rst_table(head: list[str], rows: list[list[str]]) -> list[str]:
     return [border, line(head), border] + [line(r) for r in rows] + [border]
 
 
-def rst(doc: Result) -> str:
-    """The report as reStructuredText, for README.rst's Performance section."""
-    lines = [header(doc)[0], ""]
-    lines += ["* " + s for s in header(doc)[1:]] + [""]
-    lines += _rst_table(_figure_head(doc), figure_rows(doc))
+STYLES = {
+    # style: (table, bullet, problem-escaping)
+    "text": (_text_table, "  ", lambda t: t),
+    "markdown": (_md_table, "- ", lambda t: t.replace("|", "/")),
+    "rst": (_rst_table, "* ", lambda t: t.replace("*", "\\*")),
+}
+
+
+def render(doc: Result, style: str = "text", full: bool = False) -> str:
+    """Header, the at-a-glance summary, targets, problems; with ``full``
+    also every figure."""
+    table, bullet, escape = STYLES[style]
+    head = header(doc)
+    lines = [head[0], ""] + [bullet + h for h in head[1:]]
+    summary = summary_rows(doc)
+    if summary:
+        lines += [""] + table(_summary_head(doc), summary)
+    if full:
+        lines += [""] + table(_figure_head(doc), figure_rows(doc))
     targets = target_rows(doc)
     if targets:
-        lines += [""] + _rst_table(["target", "measured", "status"], targets)
+        lines += [""] + table(["target", "measured", "status"], targets)
     issues = problems(doc)
     if issues:
         lines += ["", "Problems and noise reported by the run:", ""]
-        lines += ["* " + i.replace("*", "\\*") for i in issues]
+        lines += [bullet + escape(i) for i in issues]
     return "\n".join(lines) + "\n"
 
 
-def markdown(doc: Result) -> str:
-    lines = [" ".join(header(doc)[:1]), ""]
-    lines += ["- " + s for s in header(doc)[1:]] + [""]
-    lines += _md_table(_figure_head(doc), figure_rows(doc))
-    targets = target_rows(doc)
-    if targets:
-        lines += [""] + _md_table(["target", "measured", "status"], targets)
-    issues = problems(doc)
-    if issues:
-        lines += ["", "Problems and noise reported by the run:", ""]
-        lines += ["- " + i.replace("|", "/") for i in issues]
-    return "\n".join(lines) + "\n"
+def print_text(doc: Result, full: bool = False) -> None:
+    print(render(doc, "text", full), end="")

@@ -185,7 +185,7 @@ def main(argv: list[str]) -> int:
                     json.dump(doc, f, indent=2)
 
     print()
-    report.print_text(doc)
+    report.print_text(doc, full=True)
     print("\nresults written to %s" % args.json)
     bad = any(r.get("problems") for per in doc["runs"].values()
               for runs in per.values() for r in runs)
