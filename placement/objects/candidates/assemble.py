@@ -150,7 +150,7 @@ class Assembler:
         if len(self.searches) == 1 and self.nested and strategy == DEPTH_FIRST:
             # One group: its choices are the candidates.
             search = self.searches[0]
-            stream = ((choice,) for anchor in self.anchors
+            stream: Iterator[Combination] = ((choice,) for anchor in self.anchors
                       for choice in search.choices(anchor))
         elif strategy == BREADTH_FIRST:
             stream = _round_robin([self.for_anchor(a) for a in self.anchors])

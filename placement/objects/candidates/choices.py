@@ -17,7 +17,7 @@ rules for which provider may serve which group live here:
 from __future__ import annotations
 
 import itertools
-from typing import NamedTuple
+from typing import AbstractSet, NamedTuple
 
 from placement.objects.candidates.trees import Forest, Inventory, Provider
 from placement.request_groups import RequestGroup
@@ -36,14 +36,14 @@ class Choice(NamedTuple):
 Combination = tuple[Choice, ...]
 
 
-def _has_traits(traits: set[str], group: RequestGroup) -> bool:
+def _has_traits(traits: AbstractSet[str], group: RequestGroup) -> bool:
     for any_of in group.required:
         if any_of.isdisjoint(traits):
             return False
     return True
 
 
-def _in_aggregates(aggregates: set[str], group: RequestGroup) -> bool:
+def _in_aggregates(aggregates: AbstractSet[str], group: RequestGroup) -> bool:
     for any_of in group.member_of:
         if any_of.isdisjoint(aggregates):
             return False
