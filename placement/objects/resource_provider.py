@@ -1,6 +1,6 @@
 """Resource providers: the rows of ``resource_providers`` and their trees.
 
-What lives here: reading providers (one, or a filtered list), creating,
+What lives here: reading providers (one or several by uuid), creating,
 renaming, re-parenting and deleting them, and the compare-and-swap
 increment of a provider's generation that every writer touching a provider
 (inventories, traits, aggregates, allocations) performs in its own
@@ -24,15 +24,12 @@ from oslo_db import exception as db_exc
 from placement import exceptions
 from placement.db import api as db_api
 from placement.db import tables
-from placement.objects import resource_class as rc_obj
-from placement.objects import trait as trait_obj
 
 _RP = tables.resource_providers
 _INV = tables.inventories
 _ALLOC = tables.allocations
 _RP_TRAITS = tables.resource_provider_traits
 _RP_AGGS = tables.resource_provider_aggregates
-_AGGS = tables.placement_aggregates
 
 
 class _Unset:
@@ -59,30 +56,13 @@ class ResourceProvider:
     updated_at: datetime.datetime | None
 
 
-@dataclasses.dataclass(frozen=True)
-class ProviderFilters:
-    """What ``GET /resource_providers`` may filter on, already parsed.
-
-    ``member_of`` and ``required_traits`` are lists of any-of sets that must
-    all be satisfied; ``resources`` maps class names to amounts.
-    """
-
-    name: str | None = None
-    uuid: str | None = None
-    in_tree: str | None = None
-    member_of: list[set[str]] = dataclasses.field(default_factory=list)
-    forbidden_aggs: set[str] = dataclasses.field(default_factory=set)
-    required_traits: list[set[str]] = dataclasses.field(default_factory=list)
-    forbidden_traits: set[str] = dataclasses.field(default_factory=set)
-    resources: dict[str, int] = dataclasses.field(default_factory=dict)
-
-
 def utcnow() -> datetime.datetime:
     """Now, as the naive UTC datetime the timestamp columns hold."""
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def _select() -> sa.Select[Any]:
+def select_providers() -> sa.Select[Any]:
+    """Providers with their parent's and root's uuids; rows for :func:`from_row`."""
     parent = _RP.alias("parent")
     root = _RP.alias("root")
     return sa.select(
@@ -96,7 +76,7 @@ def _select() -> sa.Select[Any]:
     )
 
 
-def _from_row(row: sa.Row[Any]) -> ResourceProvider:
+def from_row(row: sa.Row[Any]) -> ResourceProvider:
     return ResourceProvider(
         id=row.id, uuid=row.uuid, name=row.name, generation=row.generation,
         parent_uuid=row.parent_uuid,
@@ -115,10 +95,10 @@ def get_by_uuid(ctx: Any, uuid: str) -> ResourceProvider:
 
 
 def get_by_uuid_in(conn: sa.engine.Connection, uuid: str) -> ResourceProvider:
-    row = conn.execute(_select().where(_RP.c.uuid == uuid)).one_or_none()
+    row = conn.execute(select_providers().where(_RP.c.uuid == uuid)).one_or_none()
     if row is None:
         raise exceptions.ProviderNotFound(uuid=uuid)
-    return _from_row(row)
+    return from_row(row)
 
 
 def get_by_uuids_in(conn: sa.engine.Connection, uuids: Iterable[str]
@@ -127,8 +107,8 @@ def get_by_uuids_in(conn: sa.engine.Connection, uuids: Iterable[str]
     wanted = sorted(set(uuids))
     if not wanted:
         return {}
-    rows = conn.execute(_select().where(_RP.c.uuid.in_(wanted))).all()
-    return {row.uuid: _from_row(row) for row in rows}
+    rows = conn.execute(select_providers().where(_RP.c.uuid.in_(wanted))).all()
+    return {row.uuid: from_row(row) for row in rows}
 
 
 def bump_generation(conn: sa.engine.Connection, provider: ResourceProvider,
@@ -362,102 +342,3 @@ def delete(ctx: Any, uuid: str) -> None:
             conn.execute(table.delete().where(
                 table.c.resource_provider_id == provider.id))
         conn.execute(_RP.delete().where(_RP.c.id == provider.id))
-
-
-# Listing with filters.
-
-
-def _usage(class_id: int) -> sa.Subquery:
-    return (
-        sa.select(_ALLOC.c.resource_provider_id,
-                  sa.func.sum(_ALLOC.c.used).label("used"))
-        .where(_ALLOC.c.resource_class_id == class_id)
-        .group_by(_ALLOC.c.resource_provider_id)
-        .subquery("usage")
-    )
-
-
-def providers_with_capacity(class_id: int, amount: int) -> sa.Select[Any]:
-    """Ids of providers that could take ``amount`` more of a class now.
-
-    Free capacity is ``(total - reserved) * allocation_ratio - used``; the
-    amount must also lie within ``min_unit``..``max_unit`` and be a
-    multiple of ``step_size``.
-    """
-    usage = _usage(class_id)
-    return (
-        sa.select(_INV.c.resource_provider_id)
-        .select_from(_INV.outerjoin(
-            usage, usage.c.resource_provider_id == _INV.c.resource_provider_id))
-        .where(
-            _INV.c.resource_class_id == class_id,
-            sa.func.coalesce(usage.c.used, 0) + amount
-            <= (_INV.c.total - _INV.c.reserved) * _INV.c.allocation_ratio,
-            _INV.c.min_unit <= amount,
-            _INV.c.max_unit >= amount,
-            sa.literal(amount) % _INV.c.step_size == 0,
-        )
-    )
-
-
-def _with_any_trait(trait_ids: Iterable[int]) -> sa.Select[Any]:
-    return sa.select(_RP_TRAITS.c.resource_provider_id).where(
-        _RP_TRAITS.c.trait_id.in_(sorted(set(trait_ids))))
-
-
-def _in_any_aggregate(agg_uuids: Iterable[str]) -> sa.Select[Any]:
-    return (
-        sa.select(_RP_AGGS.c.resource_provider_id)
-        .select_from(_RP_AGGS.join(_AGGS, _AGGS.c.id == _RP_AGGS.c.aggregate_id))
-        .where(_AGGS.c.uuid.in_(sorted(set(agg_uuids))))
-    )
-
-
-def _any(conn: sa.engine.Connection, query: sa.Select[Any]) -> bool:
-    return conn.execute(query.limit(1)).first() is not None
-
-
-def list_providers(ctx: Any, filters: ProviderFilters | None = None
-                   ) -> list[ResourceProvider]:
-    """Providers matching every given filter, in creation order.
-
-    Raises TraitNotFound and ResourceClassNotFound for unknown names.  As
-    Placement does, a filter that already matches nothing ends the search
-    before later filters' names are checked (an ``in_tree`` of an unknown
-    provider, or traits or aggregates no provider has, give an empty list).
-    """
-    filters = filters or ProviderFilters()
-    query = _select().order_by(_RP.c.id)
-    with ctx.db.reader() as conn:
-        if filters.name:
-            query = query.where(_RP.c.name == filters.name)
-        if filters.uuid:
-            query = query.where(_RP.c.uuid == filters.uuid)
-        if filters.in_tree:
-            tree = get_by_uuids_in(conn, [filters.in_tree]).get(filters.in_tree)
-            if tree is None:
-                return []
-            query = query.where(_RP.c.root_provider_id == tree.root_id)
-        for names in filters.required_traits:
-            subquery = _with_any_trait(trait_obj.ids_by_name(conn, names).values())
-            if not _any(conn, subquery):
-                return []
-            query = query.where(_RP.c.id.in_(subquery))
-        if filters.forbidden_traits:
-            ids = trait_obj.ids_by_name(conn, filters.forbidden_traits).values()
-            query = query.where(_RP.c.id.not_in(_with_any_trait(ids)))
-        for agg_uuids in filters.member_of:
-            subquery = _in_any_aggregate(agg_uuids)
-            if not _any(conn, subquery):
-                return []
-            query = query.where(_RP.c.id.in_(subquery))
-        if filters.forbidden_aggs:
-            query = query.where(
-                _RP.c.id.not_in(_in_any_aggregate(filters.forbidden_aggs)))
-        for name, amount in filters.resources.items():
-            # One name at a time, so the first unknown one in the request's
-            # order is the one reported.
-            class_id = rc_obj.ids_by_name(conn, [name])[name]
-            query = query.where(_RP.c.id.in_(
-                providers_with_capacity(class_id, amount)))
-        return [_from_row(row) for row in conn.execute(query).all()]

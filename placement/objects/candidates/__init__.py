@@ -69,7 +69,9 @@ def find(ctx: Any, query: CandidateQuery, *, limit: int | None = None,
         _check_names(query, classes, traits)
         class_ids = [classes[name] for name in query.resource_class_names]
         needs_aggregates = any(g.member_of or g.not_member_of for g in query.groups)
-        roots = search.candidate_roots(conn, class_ids) if bound else None
+        amounts = [(classes[name], amount) for group in query.groups
+                   for name, amount in group.resources]
+        roots = search.candidate_roots(conn, amounts) if bound else None
         if roots is not None and bound is not None:
             return _in_batches(conn, query, roots, bound, needs_aggregates, nested)
         forest = search.load_forest(conn, class_ids, needs_aggregates)

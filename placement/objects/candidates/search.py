@@ -23,11 +23,11 @@ from typing import Any, Iterator, Sequence
 import sqlalchemy as sa
 
 from placement.db import tables
+from placement.objects import capacity
 from placement.objects.candidates.trees import SHARING_TRAIT, Forest, Inventory, Provider
 
 _RP = tables.resource_providers
 _INV = tables.inventories
-_ALLOC = tables.allocations
 _RC = tables.resource_classes
 _TRAITS = tables.traits
 _RP_TRAITS = tables.resource_provider_traits
@@ -52,22 +52,6 @@ def check_names(conn: sa.engine.Connection, classes: Sequence[str],
     for kind, name, id_ in conn.execute(query):
         found[kind][name] = id_
     return found["c"], found["t"]
-
-
-def _usage_of_inventory() -> sa.ScalarSelect[Any]:
-    """What is allocated from the inventory row of the enclosing query.
-
-    A correlated subquery: the allocations index on (provider, class, used)
-    answers it without touching the table.
-    """
-    return (
-        sa.select(sa.cast(sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0),
-                          sa.Integer))
-        .where(_ALLOC.c.resource_provider_id == _INV.c.resource_provider_id,
-               _ALLOC.c.resource_class_id == _INV.c.resource_class_id)
-        .correlate(_INV)
-        .scalar_subquery()
-    )
 
 
 def _roots(by_class: bool) -> Any:
@@ -110,7 +94,7 @@ def _providers_with_inventories(roots: Any) -> sa.Select[Any]:
                   _RP.c.root_provider_id, _RC.c.name, _INV.c.total,
                   _INV.c.reserved, _INV.c.min_unit, _INV.c.max_unit,
                   _INV.c.step_size, _INV.c.allocation_ratio,
-                  _usage_of_inventory())
+                  capacity.usage_of_inventory())
         .select_from(
             _RP.outerjoin(_INV, _INV.c.resource_provider_id == _RP.c.id)
             .outerjoin(_RC, _RC.c.id == _INV.c.resource_class_id))
@@ -229,22 +213,25 @@ def _literal(conn: sa.engine.Connection, statement: Any, name: str,
     return str(compiled)
 
 
-def candidate_roots(conn: sa.engine.Connection, class_ids: Sequence[int]
-                    ) -> list[int] | None:
-    """Roots of the trees with inventory of a requested class, in id order;
-    None when some sharing provider has such inventory (its trees cannot
-    then be taken one batch at a time)."""
-    params = {"class_ids": sorted(set(class_ids))}
-    if conn.execute(_sharing_with_classes(), params).first() is not None:
+def candidate_roots(conn: sa.engine.Connection,
+                    amounts: Sequence[tuple[int, int]]) -> list[int] | None:
+    """Roots of the trees where each requested (class id, amount) fits on
+    some provider, in id order; None when some sharing provider has
+    inventory of a requested class (its trees cannot then be taken one
+    batch at a time).
+
+    Without sharing providers every allocation of a candidate comes from
+    its own tree, so a tree failing this test has no candidate: full
+    compute nodes are skipped by the database instead of being loaded.
+    """
+    params = {"class_ids": sorted({class_id for class_id, _ in amounts})}
+    if not amounts or conn.execute(
+            _sharing_with_classes(), params).first() is not None:
         return None
-    return list(conn.execute(_candidate_roots(), params).scalars())
-
-
-@functools.cache
-def _candidate_roots() -> sa.Select[Any]:
-    roots = _roots(True).subquery()
-    return (sa.select(roots.c.root_provider_id).distinct()
-            .order_by(roots.c.root_provider_id))
+    roots = capacity.trees_fitting(amounts).subquery()
+    return list(conn.execute(
+        sa.select(roots.c.root_provider_id).order_by(roots.c.root_provider_id)
+    ).scalars())
 
 
 @functools.cache

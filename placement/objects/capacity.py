@@ -1,0 +1,84 @@
+"""Free capacity in SQL, the one definition every provider filter uses.
+
+An inventory can take ``amount`` more units of its class when the amount
+lies within ``min_unit``..``max_unit``, is a multiple of ``step_size`` and
+``used + amount <= (total - reserved) * allocation_ratio``.
+
+``GET /resource_providers?resources=`` asks the database for providers
+that fit every amount; the allocation candidate search asks it for the
+trees where each amount fits on some provider, before loading them.  Once
+loaded, the candidate search applies the same rule to each row in Python
+(:meth:`placement.objects.candidates.trees.Inventory.fits`), where it also
+has to combine amounts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+
+from placement.db import tables
+
+_RP = tables.resource_providers
+_INV = tables.inventories
+_ALLOC = tables.allocations
+
+
+def usage_of_inventory() -> sa.ScalarSelect[Any]:
+    """What is allocated from the inventory row of the enclosing query.
+
+    A correlated subquery: the allocations index on (provider, class, used)
+    answers it without touching the table.
+    """
+    return (
+        sa.select(sa.cast(sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0),
+                          sa.Integer))
+        .where(_ALLOC.c.resource_provider_id == _INV.c.resource_provider_id,
+               _ALLOC.c.resource_class_id == _INV.c.resource_class_id)
+        .correlate(_INV)
+        .scalar_subquery()
+    )
+
+
+def _fits(row: Any, class_id: int, amount: int) -> sa.ColumnElement[bool]:
+    """The inventory ``row`` is of this class and can take ``amount`` more."""
+    return sa.and_(
+        row.resource_class_id == class_id,
+        row.min_unit <= amount,
+        row.max_unit >= amount,
+        sa.literal(amount) % row.step_size == 0,
+        row.used + amount <= (row.total - row.reserved) * row.allocation_ratio,
+    )
+
+
+def _fitting(amounts: Iterable[tuple[int, int]], owner: str) -> sa.Select[Any]:
+    """Ids in the ``owner`` column of providers under which each (class id,
+    amount) pair fits on some inventory row: one pass over the rows of the
+    classes asked for, usage computed once per row, one flag per pair."""
+    pairs = sorted(set(amounts))
+    rows = (
+        sa.select(_INV, usage_of_inventory().label("used"))
+        .where(_INV.c.resource_class_id.in_(sorted({c for c, _ in pairs})))
+        .subquery("inventory_with_usage")
+    )
+    flags = [sa.func.max(sa.case((_fits(rows.c, class_id, amount), 1),
+                                 else_=0)) == 1
+             for class_id, amount in pairs]
+    return (
+        sa.select(_RP.c[owner])
+        .join(rows, rows.c.resource_provider_id == _RP.c.id)
+        .group_by(_RP.c[owner])
+        .having(sa.and_(*flags))
+    )
+
+
+def providers_fitting(amounts: Iterable[tuple[int, int]]) -> sa.Select[Any]:
+    """Ids of the providers that can each take every (class id, amount)."""
+    return _fitting(amounts, "id")
+
+
+def trees_fitting(amounts: Iterable[tuple[int, int]]) -> sa.Select[Any]:
+    """Root ids of the trees where each (class id, amount) fits on some
+    provider: every tree a candidate without sharing providers can use."""
+    return _fitting(amounts, "root_provider_id")

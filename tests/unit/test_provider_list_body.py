@@ -1,0 +1,34 @@
+"""The provider list's serialised template against plain json.dumps."""
+
+from __future__ import annotations
+
+import pytest
+
+from placement import microversion, responses
+from placement.handlers import resource_provider as handler
+from placement.objects.resource_provider import ResourceProvider
+
+ROOT = "c6b1f3e2-0d4a-4a0e-9a51-3f7a9d2b8e10"
+PROVIDERS = [
+    ResourceProvider(
+        id=1, uuid=ROOT, name='a "quoted" name, {braces}, \\ and \u00e9',
+        generation=7, parent_uuid=None, root_uuid=ROOT, parent_id=None,
+        root_id=1, created_at=None, updated_at=None),
+    ResourceProvider(
+        id=2, uuid="5f0e6c1d-9b2a-4f8e-8c3d-2a1b0c9d8e7f", name="child",
+        generation=0, parent_uuid=ROOT, root_uuid=ROOT, parent_id=1,
+        root_id=1, created_at=None, updated_at=None),
+]
+
+
+@pytest.mark.parametrize("version", [v for v, _ in microversion.VERSIONS])
+@pytest.mark.parametrize("script_name", ["", "/placement", "/odd{0}%20mount",
+                                         "/MARK-uuid-f0e1d2c3"])
+def test_same_bytes_as_rendering_each_provider(version, script_name):
+    expected = responses.dumps({"resource_providers": [
+        handler.render_provider(p, version, script_name) for p in PROVIDERS]})
+    assert handler._list_body(PROVIDERS, version, script_name) == expected
+
+
+def test_empty_list():
+    assert handler._list_body([], (1, 39), "") == b'{"resource_providers": []}'
