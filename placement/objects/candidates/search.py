@@ -228,10 +228,25 @@ def candidate_roots(conn: sa.engine.Connection,
     if not amounts or conn.execute(
             _sharing_with_classes(), params).first() is not None:
         return None
-    roots = capacity.trees_fitting(amounts).subquery()
-    return list(conn.execute(
-        sa.select(roots.c.root_provider_id).order_by(roots.c.root_provider_id)
-    ).scalars())
+    key = (conn.dialect.name, "fitting", tuple(sorted(set(amounts))))
+    sql = _SQL.get(key)
+    if sql is None:
+        # Built and compiled once per set of amounts: a scheduler repeats
+        # the same few flavors, and building this statement costs more
+        # than running it on a small cloud.
+        roots = capacity.trees_fitting(amounts).subquery()
+        statement = sa.select(roots.c.root_provider_id).order_by(
+            roots.c.root_provider_id)
+        sql = str(statement.compile(dialect=conn.dialect,
+                                    compile_kwargs={"literal_binds": True}))
+        if len(_SQL) > 512:
+            _SQL.clear()
+        _SQL[key] = sql
+    result = conn.exec_driver_sql(sql)
+    try:
+        return [row[0] for row in result.cursor.fetchall()]
+    finally:
+        result.close()
 
 
 @functools.cache
