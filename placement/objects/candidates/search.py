@@ -192,25 +192,32 @@ def _fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
     if sql is None:
         statement = _statement(kind, name == "class_ids",
                                kind == "traits_and_aggregates")
-        sql = _literal(conn, statement, name, ids)
+        sql = _literal(conn, statement.params({name: [int(i) for i in ids]}))
         if name == "class_ids":
             # Root ids of batches rarely repeat: only class ids are kept.
-            if len(_SQL) > 512:
-                _SQL.clear()
-            _SQL[key] = sql
+            _remember(key, sql)
+    return _raw_rows(conn, sql)
+
+
+def _remember(key: tuple[Any, ...], sql: str) -> None:
+    if len(_SQL) > 512:
+        _SQL.clear()
+    _SQL[key] = sql
+
+
+def _literal(conn: sa.engine.Connection, statement: Any) -> str:
+    compiled = statement.compile(
+        dialect=conn.dialect,
+        compile_kwargs={"literal_binds": True, "render_postcompile": True})
+    return str(compiled)
+
+
+def _raw_rows(conn: sa.engine.Connection, sql: str) -> list[tuple[Any, ...]]:
     result = conn.exec_driver_sql(sql)
     try:
         return list(result.cursor.fetchall())
     finally:
         result.close()
-
-
-def _literal(conn: sa.engine.Connection, statement: Any, name: str,
-             ids: list[int]) -> str:
-    compiled = statement.params({name: [int(i) for i in ids]}).compile(
-        dialect=conn.dialect,
-        compile_kwargs={"literal_binds": True, "render_postcompile": True})
-    return str(compiled)
 
 
 def candidate_roots(conn: sa.engine.Connection,
@@ -235,18 +242,10 @@ def candidate_roots(conn: sa.engine.Connection,
         # the same few flavors, and building this statement costs more
         # than running it on a small cloud.
         roots = capacity.trees_fitting(amounts).subquery()
-        statement = sa.select(roots.c.root_provider_id).order_by(
-            roots.c.root_provider_id)
-        sql = str(statement.compile(dialect=conn.dialect,
-                                    compile_kwargs={"literal_binds": True}))
-        if len(_SQL) > 512:
-            _SQL.clear()
-        _SQL[key] = sql
-    result = conn.exec_driver_sql(sql)
-    try:
-        return [row[0] for row in result.cursor.fetchall()]
-    finally:
-        result.close()
+        sql = _literal(conn, sa.select(roots.c.root_provider_id).order_by(
+            roots.c.root_provider_id))
+        _remember(key, sql)
+    return [row[0] for row in _raw_rows(conn, sql)]
 
 
 @functools.cache
