@@ -1,4 +1,4 @@
-"""Free capacity in SQL, the one definition every provider filter uses.
+"""Free capacity in SQL, the one definition both database-side filters use.
 
 An inventory can take ``amount`` more units of its class when the amount
 lies within ``min_unit``..``max_unit``, is a multiple of ``step_size`` and

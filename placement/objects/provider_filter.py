@@ -1,9 +1,11 @@
 """``GET /resource_providers``: the providers matching a query's filters.
 
-The whole filter is one SQL statement, built from the same pieces as the
-allocation candidate search: free capacity from :mod:`.capacity`, traits
-and aggregates by id.  Filters are checked in the order the query gives
-them, so that errors name the first unknown class as Placement does.
+The whole filter is one SQL statement.  Free capacity comes from
+:mod:`.capacity`, which the allocation candidate search uses too; traits
+and aggregates are matched by id here, while the candidate search checks
+them in memory on the trees it loads.  Filters are checked in the order
+the query gives them, so that errors name the first unknown class as
+Placement does.
 """
 
 from __future__ import annotations
