@@ -14,12 +14,10 @@ from oslo_middleware import cors, http_proxy_to_wsgi, request_id
 
 from placement import errors, policy
 from placement.context import RequestContext
-from placement.db import migration
 from placement.db.api import Database
 from placement.middleware import (
     body_size,
     fault,
-    keystone,
     microversion,
     noauth,
     request_log,
@@ -111,6 +109,10 @@ def _stack(conf: cfg.ConfigOpts, db: Database) -> WSGIApp:
     if conf.api.auth_strategy == "noauth2":
         app = noauth.NoAuthMiddleware(app, router.is_public)
     else:
+        # Imported only here: keystonemiddleware is large, and noauth2
+        # workers never use it.
+        from placement.middleware import keystone
+
         app = keystone.authenticated(app, conf, router.is_public)
     app = body_size.BodySizeLimit(app, conf)
     app = microversion.MicroversionMiddleware(app)
@@ -128,6 +130,9 @@ def build_app(conf: cfg.ConfigOpts, db: Database | None = None) -> WSGIApp:
     """The placement WSGI application for this configuration."""
     db = db or Database(conf)
     if conf.placement_database.sync_on_startup:
+        # alembic is imported only by workers that migrate.
+        from placement.db import migration
+
         migration.upgrade(db)
     policy.init(conf)
     return _stack(conf, db)

@@ -85,13 +85,25 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     from placement import policy
 
     policy.register_opts(conf)
+    from oslo_middleware import cors
+
+    cors.set_defaults(**cors_defaults())
+
+
+def _register_keystone_opts(conf: cfg.ConfigOpts) -> None:
+    """``[keystone_authtoken]``, registered only when tokens are checked:
+    importing keystonemiddleware costs every worker tens of megabytes, which
+    a service run with ``noauth2`` does not need to pay."""
+    try:
+        strategy = conf.api.auth_strategy
+    except (ValueError, cfg.Error):
+        return  # check() reports the bad value
+    if strategy != "keystone":
+        return
     from keystonemiddleware import auth_token
 
     for group, opts in auth_token.list_opts():
         conf.register_opts(opts, group=group)
-    from oslo_middleware import cors
-
-    cors.set_defaults(**cors_defaults())
 
 
 def cors_defaults() -> dict[str, list[str]]:
@@ -145,5 +157,6 @@ def load(
         prog=prog,
         default_config_files=default_config_files,
     )
+    _register_keystone_opts(conf)
     check(conf)
     return conf

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,3 +192,22 @@ def test_sample_config_lists_every_placement_option() -> None:
             assert re.search(r"^#%s =" % opt.dest, text, re.M), (group, opt.dest)
     for group in ("keystone_authtoken", "cors", "oslo_policy", "oslo_middleware"):
         assert group in sections
+
+
+def test_noauth2_workers_do_without_keystonemiddleware(tmp_path: Path) -> None:
+    # keystonemiddleware and alembic cost each worker tens of megabytes;
+    # a fresh interpreter shows whether building a noauth2 application
+    # without start-up migration still imports them.
+    script = (
+        "import sys\n"
+        "from placement import app, conf\n"
+        "c = conf.load([], default_config_files=[])\n"
+        "assert 'keystone_authtoken' not in c, 'keystone options registered'\n"
+        "app.build_app(c)\n"
+        "print(sorted(m for m in sys.modules\n"
+        "             if m.split('.')[0] in ('keystonemiddleware', 'alembic')))\n")
+    env = dict(os.environ, OS_API__AUTH_STRATEGY="noauth2",
+               OS_PLACEMENT_DATABASE__CONNECTION="sqlite:///%s" % (tmp_path / "db"))
+    done = subprocess.run([sys.executable, "-c", script], env=env,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
