@@ -24,7 +24,7 @@ def forest(*specs: tuple[Any, ...]) -> Forest:
     """Providers from ``(id, parent id, {class: Inventory}, traits, aggs)``."""
     providers: dict[int, Provider] = {}
     for id_, parent, inventories, *rest in specs:
-        traits = set(rest[0]) if rest else set()
+        traits = frozenset(rest[0]) if rest else frozenset()
         aggs = set(rest[1]) if len(rest) > 1 else set()
         root = id_ if parent is None else providers[parent].root_id
         providers[id_] = Provider(id_, "uuid-%d" % id_, parent, root,

@@ -64,8 +64,7 @@ def find(ctx: Any, query: CandidateQuery, *, limit: int | None = None,
     limit = query.limit if limit is None else limit
     bound = _bound(limit, randomize, max_candidates, strategy)
     with ctx.db.reader() as conn:
-        classes, traits = search.check_names(
-            conn, query.resource_class_names, sorted(trait_names))
+        classes, traits = search.check_names(conn, sorted(trait_names))
         _check_names(query, classes, traits)
         class_ids = [classes[name] for name in query.resource_class_names]
         needs_aggregates = any(g.member_of or g.not_member_of for g in query.groups)
@@ -73,8 +72,9 @@ def find(ctx: Any, query: CandidateQuery, *, limit: int | None = None,
                    for name, amount in group.resources]
         roots = search.candidate_roots(conn, amounts) if bound else None
         if roots is not None and bound is not None:
-            return _in_batches(conn, query, roots, bound, needs_aggregates, nested)
-        forest = search.load_forest(conn, class_ids, needs_aggregates)
+            return _in_batches(conn, query, classes, roots, bound, needs_aggregates,
+                               nested)
+        forest = search.load_forest(conn, classes, class_ids, needs_aggregates)
     assembler = assemble.Assembler(forest, query, nested)
     combinations = assemble.select(
         assembler, limit=limit, randomize=randomize,
@@ -98,8 +98,9 @@ def _bound(limit: int | None, randomize: bool, max_candidates: int,
 FIRST_BATCH = 16
 
 
-def _in_batches(conn: Any, query: CandidateQuery, roots: list[int], bound: int,
-                with_aggregates: bool, nested: bool) -> Candidates:
+def _in_batches(conn: Any, query: CandidateQuery, classes: dict[str, int],
+                roots: list[int], bound: int, with_aggregates: bool,
+                nested: bool) -> Candidates:
     """Candidates from trees loaded a batch at a time, in root order, until
     ``bound`` are found: a small limit reads few trees whatever the size of
     the deployment.  Same candidates, in the same order, as loading every
@@ -108,7 +109,8 @@ def _in_batches(conn: Any, query: CandidateQuery, roots: list[int], bound: int,
     providers: list[Provider] = []
     start, size = 0, FIRST_BATCH
     while start < len(roots) and len(found) < bound:
-        forest = search.load_trees(conn, roots[start:start + size], with_aggregates)
+        forest = search.load_trees(conn, classes, roots[start:start + size],
+                                   with_aggregates)
         assembler = assemble.Assembler(forest, query, nested)
         more = assemble.select(assembler, limit=bound - len(found),
                                randomize=False, max_candidates=-1,

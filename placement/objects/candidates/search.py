@@ -1,12 +1,15 @@
 """SQL of the candidate search: a handful of set-based queries per request.
 
-1. :func:`check_names` — are the requested classes and traits known?  One
-   query for both.
+1. :func:`check_names` — every resource class, and are the requested
+   traits known?  One query for both.
 2. :func:`load_forest` — every provider of the trees that have inventory
-   of a requested class, with inventories and usage (one query), traits and,
-   when the request needs them, aggregates (a second query).  Only when
-   sharing providers turn up do one or two more queries load the trees
-   sharing their aggregates.
+   of a requested class.  One query reads what must be read afresh: each
+   provider's generation and place in its tree, usage and, when the
+   request needs them, aggregates.  Inventories and traits come from the
+   worker's :mod:`.cache`, and two more queries read them only for the
+   providers it lacks or holds at an older generation.  Only when sharing
+   providers turn up do one or two more queries load the trees sharing
+   their aggregates.
 3. Or, when the answer is bounded (``limit``), :func:`candidate_roots`
    lists those trees and :func:`load_trees` loads them a batch at a time,
    until enough candidates are found.
@@ -24,6 +27,7 @@ import sqlalchemy as sa
 
 from placement.db import tables
 from placement.objects import capacity
+from placement.objects.candidates import cache as provider_cache
 from placement.objects.candidates.trees import SHARING_TRAIT, Forest, Inventory, Provider
 
 _RP = tables.resource_providers
@@ -33,21 +37,20 @@ _TRAITS = tables.traits
 _RP_TRAITS = tables.resource_provider_traits
 _RP_AGGS = tables.resource_provider_aggregates
 _AGGS = tables.placement_aggregates
+_ALLOC = tables.allocations
 
 # Ids per IN list, well below SQLite's limit on bound parameters.
 _CHUNK = 5000
 
 
-def check_names(conn: sa.engine.Connection, classes: Sequence[str],
-                traits: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
-    """``({class: id}, {trait: id})`` for the names that exist."""
-    wanted_traits = sorted(set(traits)) or [""]
-    classes_query = sa.select(
-        sa.literal("c").label("kind"), _RC.c.name, _RC.c.id).where(
-        _RC.c.name.in_(sorted(set(classes)) or [""]))
-    query = classes_query.union_all(
+def check_names(conn: sa.engine.Connection, traits: Sequence[str]
+                ) -> tuple[dict[str, int], dict[str, int]]:
+    """``({class: id}, {trait: id})``: every resource class, and those of
+    the ``traits`` that exist.  One query for both; all classes, because
+    the summaries name the classes of every inventory and usage row."""
+    query = sa.select(sa.literal("c").label("kind"), _RC.c.name, _RC.c.id).union_all(
         sa.select(sa.literal("t").label("kind"), _TRAITS.c.name, _TRAITS.c.id)
-        .where(_TRAITS.c.name.in_(wanted_traits)))
+        .where(_TRAITS.c.name.in_(sorted(set(traits)) or [""])))
     found: dict[str, dict[str, int]] = {"c": {}, "t": {}}
     for kind, name, id_ in conn.execute(query):
         found[kind][name] = id_
@@ -77,44 +80,75 @@ def _roots(by_class: bool) -> Any:
 
 
 @functools.cache
-def _statement(kind: str, by_class: bool, with_aggregates: bool = False) -> Any:
+def _statement(kind: str, by: str) -> Any:
     """The statements of the search, built once: SQLAlchemy then finds their
-    compiled form in its cache instead of rebuilding and hashing them."""
-    roots = _roots(by_class)
+    compiled form in its cache instead of rebuilding and hashing them.
+    ``by`` names the parameter saying which providers: ``class_ids``,
+    ``root_ids`` or ``provider_ids``."""
     if kind == "inventories":
-        return _providers_with_inventories(roots)
-    if kind in ("traits", "traits_and_aggregates"):
-        return _traits_and_aggregates(roots, with_aggregates)
-    return _aggregates(roots)
+        return _inventories(sa.bindparam(by, expanding=True))
+    if kind == "traits":
+        return _traits(sa.bindparam(by, expanding=True))
+    roots = _roots(by == "class_ids")
+    if kind == "aggregates":
+        return _aggregates(roots)
+    return _states(roots, with_aggregates=kind == "states_and_aggregates")
 
 
-def _providers_with_inventories(roots: Any) -> sa.Select[Any]:
+# The rows of _states: (kind, provider id, a, b, c, uuid).
+_PLACE, _USAGE, _MEMBER = "p", "u", "a"
+
+
+def _states(roots: Any, with_aggregates: bool) -> Any:
+    """What every request reads afresh of the providers of these trees:
+    one ``p`` row per provider (id, generation, parent id, root id, uuid),
+    one ``u`` row per provider and class with allocations (class id, used)
+    and, ``with_aggregates``, one ``a`` row per aggregate membership
+    (aggregate id)."""
+    chosen = (
+        sa.select(_RP.c.id, _RP.c.generation, _RP.c.parent_provider_id,
+                  _RP.c.root_provider_id, _RP.c.uuid)
+        .where(_RP.c.root_provider_id.in_(roots))
+        .cte("chosen")
+    )
+    no_int, no_text = sa.null().cast(sa.Integer), sa.null().cast(sa.String)
+    places = sa.select(sa.literal(_PLACE).label("kind"), chosen.c.id,
+                       chosen.c.generation, chosen.c.parent_provider_id,
+                       chosen.c.root_provider_id, chosen.c.uuid)
+    usage = (
+        sa.select(sa.literal(_USAGE), _ALLOC.c.resource_provider_id,
+                  _ALLOC.c.resource_class_id,
+                  sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer), no_int,
+                  no_text)
+        .join(chosen, chosen.c.id == _ALLOC.c.resource_provider_id)
+        .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)
+    )
+    parts = [places, usage]
+    if with_aggregates:
+        parts.append(
+            sa.select(sa.literal(_MEMBER), _RP_AGGS.c.resource_provider_id,
+                      _RP_AGGS.c.aggregate_id, no_int, no_int, no_text)
+            .join(chosen, chosen.c.id == _RP_AGGS.c.resource_provider_id))
+    return sa.union_all(*parts)
+
+
+def _inventories(provider_ids: Any) -> sa.Select[Any]:
     return (
-        sa.select(_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
-                  _RP.c.root_provider_id, _RC.c.name, _INV.c.total,
-                  _INV.c.reserved, _INV.c.min_unit, _INV.c.max_unit,
-                  _INV.c.step_size, _INV.c.allocation_ratio,
-                  capacity.usage_of_inventory())
-        .select_from(
-            _RP.outerjoin(_INV, _INV.c.resource_provider_id == _RP.c.id)
-            .outerjoin(_RC, _RC.c.id == _INV.c.resource_class_id))
-        .where(_RP.c.root_provider_id.in_(roots))
+        sa.select(_INV.c.resource_provider_id, _INV.c.resource_class_id,
+                  _INV.c.total, _INV.c.reserved, _INV.c.min_unit,
+                  _INV.c.max_unit, _INV.c.step_size, _INV.c.allocation_ratio)
+        .where(_INV.c.resource_provider_id.in_(provider_ids))
+        # Summaries list resources in this order.
+        .order_by(_INV.c.resource_provider_id, _INV.c.resource_class_id)
     )
 
 
-def _traits_and_aggregates(roots: Any, with_aggregates: bool) -> Any:
-    """(provider id, "t", trait name) and (provider id, "a", aggregate
-    uuid) rows of the providers of these trees: one round trip."""
-    traits = (
-        sa.select(_RP_TRAITS.c.resource_provider_id,
-                  sa.literal("t").label("kind"), _TRAITS.c.name.label("value"))
+def _traits(provider_ids: Any) -> sa.Select[Any]:
+    return (
+        sa.select(_RP_TRAITS.c.resource_provider_id, _TRAITS.c.name)
         .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
-        .join(_RP, _RP.c.id == _RP_TRAITS.c.resource_provider_id)
-        .where(_RP.c.root_provider_id.in_(roots))
+        .where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids))
     )
-    if not with_aggregates:
-        return traits
-    return traits.union_all(_aggregates(roots))
 
 
 def _aggregates(roots: Any) -> sa.Select[Any]:
@@ -145,31 +179,95 @@ def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
         yield list(ids[start:start + _CHUNK])
 
 
-def _load(conn: sa.engine.Connection, params: dict[str, list[int]],
-          with_aggregates: bool, providers: dict[int, Provider]) -> None:
-    """Add the providers of the trees ``params`` names to ``providers``."""
-    known = providers.get
-    # tuple.__new__ directly: Inventory._make is a Python-level call, and
-    # this loop runs once per inventory row.
-    make_tuple = tuple.__new__
-    provider = None
-    for row in _fetch(conn, "inventories", params):
-        provider_id = row[0]
-        if provider is None or provider.id != provider_id:
-            # Rows of one provider mostly come together.
-            provider = known(provider_id)
-            if provider is None:
-                provider = providers[provider_id] = Provider(
-                    provider_id, row[1], row[2], row[3])
-        if row[4] is not None:
-            provider.inventories[row[4]] = make_tuple(Inventory, row[5:])
-    for provider_id, kind, value in _fetch(
-            conn, "traits_and_aggregates" if with_aggregates else "traits",
-            params):
-        if kind == "t":
-            providers[provider_id].add_trait(value)
-        else:
-            providers[provider_id].add_aggregate(value)
+class _Loader:
+    """Loads trees into one request's providers, through the worker's
+    :mod:`.cache` of provider contents."""
+
+    def __init__(self, conn: sa.engine.Connection, classes: dict[str, int]) -> None:
+        self.conn = conn
+        self.class_names = {class_id: name for name, class_id in classes.items()}
+        self.cache = provider_cache.of(conn.engine)
+        self.cache.check_class_names(self.class_names)
+        self.providers: dict[int, Provider] = {}
+
+    def load(self, params: dict[str, list[int]], with_aggregates: bool) -> None:
+        """Add the providers of the trees ``params`` names."""
+        places: list[tuple[Any, ...]] = []
+        usage: dict[int, list[tuple[int, int]]] = {}
+        members: dict[int, list[int]] = {}
+        for row in _fetch(self.conn, "states_and_aggregates" if with_aggregates
+                          else "states", params):
+            kind = row[0]
+            if kind == _PLACE:
+                places.append(row)
+            elif kind == _USAGE:
+                usage.setdefault(row[1], []).append((row[2], row[3]))
+            else:
+                members.setdefault(row[1], []).append(row[2])
+        contents = self._contents(places)
+        aggregate_uuids = self._aggregate_uuids(members)
+        class_names = self.class_names
+        for _kind, provider_id, _generation, parent_id, root_id, uuid in places:
+            inventories = contents[provider_id].inventories
+            used = usage.get(provider_id)
+            if used:
+                inventories = dict(inventories)
+                for class_id, amount in used:
+                    name = class_names[class_id]
+                    inventory = inventories.get(name)
+                    if inventory is not None:
+                        inventories[name] = inventory._replace(used=amount)
+            in_aggregates = members.get(provider_id)
+            self.providers[provider_id] = Provider(
+                provider_id, uuid, parent_id, root_id, inventories,
+                contents[provider_id].traits,
+                {aggregate_uuids[a] for a in in_aggregates}
+                if in_aggregates else frozenset())
+
+    def _contents(self, places: list[tuple[Any, ...]]) -> dict[int, provider_cache.Entry]:
+        """The cached entry of each provider, read afresh where it is
+        missing or older than the generation read."""
+        cache = self.cache
+        found: dict[int, provider_cache.Entry] = {}
+        stale: dict[int, tuple[int, str]] = {}
+        for _kind, provider_id, generation, _parent, _root, uuid in places:
+            entry = cache.get(provider_id, generation, uuid)
+            if entry is None:
+                stale[provider_id] = (generation, uuid)
+            else:
+                found[provider_id] = entry
+        make_tuple = tuple.__new__
+        class_names = self.class_names
+        for chunk in _chunks(sorted(stale)):
+            params = {"provider_ids": chunk}
+            inventories: dict[int, dict[str, Inventory]] = {p: {} for p in chunk}
+            # tuple.__new__ directly: Inventory._make is a Python-level
+            # call, and this loop runs once per inventory row.
+            for row in _fetch(self.conn, "inventories", params):
+                inventories[row[0]][class_names[row[1]]] = make_tuple(
+                    Inventory, (*row[2:], 0))
+            traits: dict[int, set[str]] = {}
+            for provider_id, name in _fetch(self.conn, "traits", params):
+                traits.setdefault(provider_id, set()).add(name)
+            for provider_id in chunk:
+                generation, uuid = stale[provider_id]
+                entry = provider_cache.Entry(
+                    generation, uuid, inventories[provider_id],
+                    frozenset(traits.get(provider_id, ())))
+                cache.put(provider_id, entry)
+                found[provider_id] = entry
+        return found
+
+    def _aggregate_uuids(self, members: dict[int, list[int]]) -> dict[int, str]:
+        """Aggregate id -> uuid for every aggregate in ``members``; the rows
+        of placement_aggregates never change, so they are kept."""
+        known = self.cache.aggregate_uuids
+        missing = {a for ids in members.values() for a in ids} - known.keys()
+        if missing:
+            known.update(self.conn.execute(
+                sa.select(_AGGS.c.id, _AGGS.c.uuid).where(
+                    _AGGS.c.id.in_(sorted(missing)))).all())
+        return known
 
 
 # Compiled SQL text by (dialect, statement, ids); bounded, see _fetch.
@@ -190,11 +288,10 @@ def _fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
     key = (conn.dialect.name, kind, name, tuple(ids))
     sql = _SQL.get(key)
     if sql is None:
-        statement = _statement(kind, name == "class_ids",
-                               kind == "traits_and_aggregates")
-        sql = _literal(conn, statement.params({name: [int(i) for i in ids]}))
+        sql = _literal(conn, _statement(kind, name).params(
+            {name: [int(i) for i in ids]}))
         if name == "class_ids":
-            # Root ids of batches rarely repeat: only class ids are kept.
+            # Root and provider ids rarely repeat: only class ids are kept.
             _remember(key, sql)
     return _raw_rows(conn, sql)
 
@@ -262,17 +359,18 @@ def _sharing_with_classes() -> sa.Select[Any]:
     )
 
 
-def load_trees(conn: sa.engine.Connection, roots: list[int],
-               with_aggregates: bool) -> Forest:
-    """These trees, fully loaded (no sharing provider may be among them)."""
-    providers: dict[int, Provider] = {}
+def load_trees(conn: sa.engine.Connection, classes: dict[str, int],
+               roots: list[int], with_aggregates: bool) -> Forest:
+    """These trees, fully loaded (no sharing provider may be among them).
+    ``classes`` maps every class name to its id (:func:`check_names`)."""
+    loader = _Loader(conn, classes)
     for chunk in _chunks(roots):
-        _load(conn, {"root_ids": chunk}, with_aggregates, providers)
-    return Forest(providers.values())
+        loader.load({"root_ids": chunk}, with_aggregates)
+    return Forest(loader.providers.values())
 
 
-def load_forest(conn: sa.engine.Connection, class_ids: Sequence[int],
-                with_aggregates: bool) -> Forest:
+def load_forest(conn: sa.engine.Connection, classes: dict[str, int],
+                class_ids: Sequence[int], with_aggregates: bool) -> Forest:
     """Every tree that may take part in a candidate, fully loaded.
 
     Those are the trees with inventory of a requested class and, when some
@@ -280,9 +378,10 @@ def load_forest(conn: sa.engine.Connection, class_ids: Sequence[int],
     Aggregates are loaded when ``with_aggregates`` is true (member_of) or
     sharing providers are involved.
     """
-    providers: dict[int, Provider] = {}
+    loader = _Loader(conn, classes)
+    providers = loader.providers
     params = {"class_ids": sorted(set(class_ids))}
-    _load(conn, params, with_aggregates, providers)
+    loader.load(params, with_aggregates)
     sharing = [p.id for p in providers.values() if SHARING_TRAIT in p.traits]
     if sharing:
         if not with_aggregates:
@@ -292,6 +391,5 @@ def load_forest(conn: sa.engine.Connection, class_ids: Sequence[int],
         more = [root for (root,) in conn.execute(
             _sharing_neighbour_roots(sharing)).all() if root not in known]
         for chunk in _chunks(more):
-            _load(conn, {"root_ids": chunk}, True, providers)
+            loader.load({"root_ids": chunk}, True)
     return Forest(providers.values())
-

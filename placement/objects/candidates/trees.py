@@ -4,8 +4,10 @@
 candidate (and the sharing providers they can use) into a :class:`Forest`;
 :mod:`.assemble` then works on it without touching the database again.
 
-Everything here is per request and never shared between requests, so the
-classes are plain (mutable, slotted) for speed; what leaves the package is
+The providers of a forest belong to one request, so the classes are plain
+(mutable, slotted) for speed; but their inventory dicts and trait sets
+may come from the worker's :mod:`.cache` and be shared with other
+requests: they are never changed once made.  What leaves the package is
 immutable.
 """
 
@@ -56,9 +58,8 @@ class Inventory(NamedTuple):
 class Provider:
     """One provider: its place in its tree, inventories, traits and aggregates.
 
-    ``traits`` and ``aggregates`` start as one shared empty set and get a
-    set of their own on the first :meth:`add_trait` / :meth:`add_aggregate`:
-    most providers have few or none.
+    ``aggregates`` starts as one shared empty set when none were read and
+    gets a set of its own on the first :meth:`add_aggregate`.
     """
 
     __slots__ = ("id", "uuid", "parent_id", "root_id", "inventories",
@@ -66,7 +67,7 @@ class Provider:
 
     def __init__(self, id: int, uuid: str, parent_id: int | None, root_id: int,
                  inventories: dict[str, Inventory] | None = None,
-                 traits: set[str] | frozenset[str] = frozenset(),
+                 traits: frozenset[str] = frozenset(),
                  aggregates: set[str] | frozenset[str] = frozenset()) -> None:
         self.id = id
         self.uuid = uuid
@@ -75,12 +76,6 @@ class Provider:
         self.inventories = {} if inventories is None else inventories
         self.traits = traits
         self.aggregates = aggregates
-
-    def add_trait(self, name: str) -> None:
-        if not self.traits:
-            self.traits = {name}
-        else:
-            self.traits.add(name)  # type: ignore[union-attr]
 
     def add_aggregate(self, uuid: str) -> None:
         if not self.aggregates:
