@@ -129,10 +129,21 @@ class _UuidTexts(dict):  # type: ignore[type-arg]
         return text
 
 
+# The inside of a "resources" object by its (class, amount) pairs: the same
+# few recur in every allocation request of a response.
+_RESOURCES_TEXTS: dict[tuple[tuple[str, int], ...], str] = {}
+
+
 def _resources_text(resources: dict[str, int]) -> str:
-    names = _NAME_TEXTS
-    return ", ".join(["%s: %s" % (names.get(name) or _text(name), amount)
-                      for name, amount in resources.items()])
+    key = tuple(resources.items())
+    text = _RESOURCES_TEXTS.get(key)
+    if text is None:
+        names = _NAME_TEXTS
+        text = ", ".join(["%s: %s" % (names.get(name) or _text(name), amount)
+                          for name, amount in key])
+        if len(_RESOURCES_TEXTS) < 4096:
+            _RESOURCES_TEXTS[key] = text
+    return text
 
 
 def render_request(combination: candidates.Combination, suffixes: list[str],

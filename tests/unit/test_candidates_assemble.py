@@ -246,3 +246,22 @@ def test_summaries_cover_whole_trees_from_nested_versions() -> None:
                              strategy=assemble.DEPTH_FIRST)
     assert [p.id for p in summary.summarised(trees, combos, True)] == [1, 2, 3, 4]
     assert [p.id for p in summary.summarised(trees, combos, False)] == [2]
+
+
+def test_like_hosts_sharing_their_sets_are_still_judged_one_by_one() -> None:
+    # The worker's cache hands like hosts the very same inventory dict and
+    # trait set; the search judges each shared object once, by identity,
+    # but aggregates and usage (a dict of its own) still tell hosts apart.
+    inventories = {"VCPU": inv(4)}
+    traits = frozenset({"CUSTOM_FAST"})
+    in_agg, elsewhere = frozenset({"agg"}), frozenset({"other"})
+    hosts = Forest([
+        Provider(1, "uuid-1", None, 1, inventories, traits, in_agg),
+        Provider(2, "uuid-2", None, 2, inventories, traits, elsewhere),
+        Provider(3, "uuid-3", None, 3, {"VCPU": inv(4, used=4)}, traits, in_agg),
+        Provider(4, "uuid-4", None, 4, inventories, frozenset(), in_agg),
+        Provider(5, "uuid-5", None, 5, inventories, traits, in_agg),
+    ])
+    found = run(hosts, group(resources={"VCPU": 2}, required=["CUSTOM_FAST"],
+                             member_of=["agg"]))
+    assert found == [({1: {"VCPU": 2}}, ((1,),)), ({5: {"VCPU": 2}}, ((5,),))]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -54,6 +54,7 @@ class ProviderCache:
         self.entries: dict[int, Entry] = {}
         self.aggregate_uuids: dict[int, str] = {}
         self._class_names: dict[int, str] = {}
+        self._shared: dict[Any, Any] = {}
 
     def get(self, provider_id: int, generation: int, uuid: str) -> Entry | None:
         entry = self.entries.get(provider_id)
@@ -63,15 +64,25 @@ class ProviderCache:
 
     def put(self, provider_id: int, entry: Entry) -> None:
         if len(self.entries) >= MAX_ENTRIES:
-            self.entries = {}
+            self.entries, self._shared = {}, {}
         self.entries[provider_id] = entry
+
+    def entry(self, generation: int, uuid: str,
+              inventories: dict[str, Inventory], traits: frozenset[str]) -> Entry:
+        """An entry whose inventories and traits are the very objects of
+        earlier entries with equal ones: a fleet of like hosts then holds
+        one copy, and the search decides once for all of them whether they
+        fit (see :mod:`.choices`)."""
+        shared = self._shared
+        inventories = shared.setdefault(tuple(inventories.items()), inventories)
+        return Entry(generation, uuid, inventories, shared.setdefault(traits, traits))
 
     def check_class_names(self, class_names: dict[int, str]) -> None:
         """Drop every entry if a class known before has another name now."""
         known = self._class_names
         if any(known.get(class_id, name) != name
                for class_id, name in class_names.items()):
-            self.entries = {}
+            self.entries, self._shared = {}, {}
         self._class_names = dict(class_names)
 
 

@@ -140,14 +140,29 @@ class GroupSearch:
         servers: list[dict[int, list[int]]] = [{} for _ in resources]
         lonely: set[int] = set()
         check_aggregates = bool(group.member_of or group.not_member_of)
+        # Like providers share their inventory dict, trait and aggregate
+        # sets (see cache.ProviderCache.entry): each is judged once, by
+        # identity, as they all stay alive while this runs.
+        fitting_by_inventories: dict[int, list[int]] = {}
+        judged_traits: dict[int, tuple[bool, bool]] = {}
+        judged_aggregates: dict[int, bool] = {}
         for provider in forest.providers.values():
             inventories = provider.inventories
-            fitting = []
-            for index, (name, amount) in enumerate(resources):
-                inventory = inventories.get(name)
-                if inventory is not None and inventory.fits(amount):
-                    fitting.append(index)
-            if not fitting or not group.forbidden.isdisjoint(provider.traits):
+            fitting = fitting_by_inventories.get(id(inventories))
+            if fitting is None:
+                fitting = fitting_by_inventories[id(inventories)] = [
+                    index for index, (name, amount) in enumerate(resources)
+                    if (inventory := inventories.get(name)) is not None
+                    and inventory.fits(amount)]
+            if not fitting:
+                continue
+            traits = provider.traits
+            # (nothing forbidden, every required trait present)
+            judged = judged_traits.get(id(traits))
+            if judged is None:
+                judged = judged_traits[id(traits)] = (
+                    group.forbidden.isdisjoint(traits), _has_traits(traits, group))
+            if not judged[0]:
                 continue
             root = provider.root_id
             if tree is not None and root != tree:
@@ -155,11 +170,17 @@ class GroupSearch:
             if not sharing and len(trees[root]) == 1:
                 # Alone in its tree with nobody sharing: the provider serves
                 # the whole group or nothing (most providers of a flat
-                # deployment, so this is the fast path).
-                if (len(fitting) == len(resources)
-                        and _has_traits(provider.traits, group)
-                        and (not check_aggregates
-                             or self._serves_anchor(provider, root))):
+                # deployment, so this is the fast path).  Being its own
+                # anchor, its aggregates alone decide.
+                if not (len(fitting) == len(resources) and judged[1]):
+                    continue
+                member: bool | None = True
+                if check_aggregates:
+                    member = judged_aggregates.get(id(provider.aggregates))
+                    if member is None:
+                        member = judged_aggregates[id(provider.aggregates)] = (
+                            self._serves_anchor(provider, root))
+                if member:
                     pid = provider.id
                     self._cache[root] = [Choice(
                         tuple([(pid, name, amount) for name, amount in resources]),

@@ -207,6 +207,9 @@ class _Loader:
         contents = self._contents(places)
         aggregate_uuids = self._aggregate_uuids(members)
         class_names = self.class_names
+        # Like providers share one aggregate set, as they share inventory
+        # dicts and trait sets (ProviderCache.entry).
+        aggregate_sets: dict[frozenset[int], frozenset[str]] = {}
         for _kind, provider_id, _generation, parent_id, root_id, uuid in places:
             inventories = contents[provider_id].inventories
             used = usage.get(provider_id)
@@ -217,12 +220,15 @@ class _Loader:
                     inventory = inventories.get(name)
                     if inventory is not None:
                         inventories[name] = inventory._replace(used=amount)
+            aggregates: frozenset[str] = frozenset()
             in_aggregates = members.get(provider_id)
+            if in_aggregates:
+                ids = frozenset(in_aggregates)
+                aggregates = aggregate_sets.get(ids) or aggregate_sets.setdefault(
+                    ids, frozenset([aggregate_uuids[a] for a in ids]))
             self.providers[provider_id] = Provider(
                 provider_id, uuid, parent_id, root_id, inventories,
-                contents[provider_id].traits,
-                {aggregate_uuids[a] for a in in_aggregates}
-                if in_aggregates else frozenset())
+                contents[provider_id].traits, aggregates)
 
     def _contents(self, places: list[tuple[Any, ...]]) -> dict[int, provider_cache.Entry]:
         """The cached entry of each provider, read afresh where it is
@@ -251,9 +257,8 @@ class _Loader:
                 traits.setdefault(provider_id, set()).add(name)
             for provider_id in chunk:
                 generation, uuid = stale[provider_id]
-                entry = provider_cache.Entry(
-                    generation, uuid, inventories[provider_id],
-                    frozenset(traits.get(provider_id, ())))
+                entry = cache.entry(generation, uuid, inventories[provider_id],
+                                    frozenset(traits.get(provider_id, ())))
                 cache.put(provider_id, entry)
                 found[provider_id] = entry
         return found
