@@ -55,6 +55,9 @@ class ProviderCache:
         self.aggregate_uuids: dict[int, str] = {}
         self._class_names: dict[int, str] = {}
         self._shared: dict[Any, Any] = {}
+        # Providers in the trees holding each set of classes, at the last
+        # search for them (see reads_everyone).
+        self._reach: dict[frozenset[str], int] = {}
 
     def get(self, provider_id: int, generation: int, uuid: str) -> Entry | None:
         entry = self.entries.get(provider_id)
@@ -76,6 +79,21 @@ class ProviderCache:
         shared = self._shared
         inventories = shared.setdefault(tuple(inventories.items()), inventories)
         return Entry(generation, uuid, inventories, shared.setdefault(traits, traits))
+
+    def reads_everyone(self, classes: frozenset[str]) -> bool:
+        """Whether a search for these classes had better read every provider
+        than ask the database for the trees holding them: it does when
+        they held at least half of the providers known at the last such
+        search.  Narrowing costs the database more than it saves then, and
+        the search drops the other trees itself."""
+        reach = self._reach.get(classes)
+        return reach is not None and reach * 2 >= len(self.entries)
+
+    def reached(self, classes: frozenset[str], providers: int) -> None:
+        """A search for ``classes`` found ``providers`` in their trees."""
+        if len(self._reach) > 1024:
+            self._reach = {}
+        self._reach[classes] = providers
 
     def check_class_names(self, class_names: dict[int, str]) -> None:
         """Drop every entry if a class known before has another name now."""

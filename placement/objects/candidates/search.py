@@ -7,7 +7,10 @@
    provider's generation and place in its tree, usage and, when the
    request needs them, aggregates.  Inventories and traits come from the
    worker's :mod:`.cache`, and two more queries read them only for the
-   providers it lacks or holds at an older generation.  Only when sharing
+   providers it lacks or holds at an older generation.  When the last
+   search for the same classes found them in most trees, the first query
+   reads every provider instead, and the trees without those classes are
+   dropped here: narrowing in the database then costs more than it saves.  Only when sharing
    providers turn up do one or two more queries load the trees sharing
    their aggregates.
 3. Or, when the answer is bounded (``limit``), :func:`candidate_roots`
@@ -79,20 +82,24 @@ def _roots(by_class: bool) -> Any:
     )
 
 
+# _fetch's parameter for statements over every provider.
+EVERYONE = "everyone"
+
+
 @functools.cache
 def _statement(kind: str, by: str) -> Any:
     """The statements of the search, built once: SQLAlchemy then finds their
     compiled form in its cache instead of rebuilding and hashing them.
     ``by`` names the parameter saying which providers: ``class_ids``,
-    ``root_ids`` or ``provider_ids``."""
+    ``root_ids`` or ``provider_ids``, or EVERYONE."""
     if kind == "inventories":
         return _inventories(sa.bindparam(by, expanding=True))
     if kind == "traits":
         return _traits(sa.bindparam(by, expanding=True))
-    roots = _roots(by == "class_ids")
     if kind == "aggregates":
-        return _aggregates(roots)
-    return _states(roots, with_aggregates=kind == "states_and_aggregates")
+        return _aggregates(_roots(by == "class_ids"))
+    return _states(None if by == EVERYONE else _roots(by == "class_ids"),
+                   with_aggregates=kind == "states_and_aggregates")
 
 
 # The rows of _states: (kind, provider id, a, b, c, uuid).
@@ -100,17 +107,18 @@ _PLACE, _USAGE, _MEMBER = "p", "u", "a"
 
 
 def _states(roots: Any, with_aggregates: bool) -> Any:
-    """What every request reads afresh of the providers of these trees:
-    one ``p`` row per provider (id, generation, parent id, root id, uuid),
-    one ``u`` row per provider and class with allocations (class id, used)
-    and, ``with_aggregates``, one ``a`` row per aggregate membership
-    (aggregate id)."""
-    chosen = (
-        sa.select(_RP.c.id, _RP.c.generation, _RP.c.parent_provider_id,
-                  _RP.c.root_provider_id, _RP.c.uuid)
-        .where(_RP.c.root_provider_id.in_(roots))
-        .cte("chosen")
-    )
+    """What every request reads afresh of the providers of these trees (of
+    all trees when ``roots`` is None): one ``p`` row per provider (id,
+    generation, parent id, root id, uuid), one ``u`` row per provider and
+    class with allocations (class id, used) and, ``with_aggregates``, one
+    ``a`` row per aggregate membership (aggregate id)."""
+    chosen: Any = _RP
+    if roots is not None:
+        chosen = (
+            sa.select(_RP.c.id, _RP.c.generation, _RP.c.parent_provider_id,
+                      _RP.c.root_provider_id, _RP.c.uuid)
+            .where(_RP.c.root_provider_id.in_(roots))
+            .cte("chosen"))
     no_int, no_text = sa.null().cast(sa.Integer), sa.null().cast(sa.String)
     places = sa.select(sa.literal(_PLACE).label("kind"), chosen.c.id,
                        chosen.c.generation, chosen.c.parent_provider_id,
@@ -120,16 +128,13 @@ def _states(roots: Any, with_aggregates: bool) -> Any:
                   _ALLOC.c.resource_class_id,
                   sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer), no_int,
                   no_text)
-        .join(chosen, chosen.c.id == _ALLOC.c.resource_provider_id)
-        .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)
-    )
-    parts = [places, usage]
-    if with_aggregates:
-        parts.append(
-            sa.select(sa.literal(_MEMBER), _RP_AGGS.c.resource_provider_id,
-                      _RP_AGGS.c.aggregate_id, no_int, no_int, no_text)
-            .join(chosen, chosen.c.id == _RP_AGGS.c.resource_provider_id))
-    return sa.union_all(*parts)
+        .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id))
+    members = sa.select(sa.literal(_MEMBER), _RP_AGGS.c.resource_provider_id,
+                        _RP_AGGS.c.aggregate_id, no_int, no_int, no_text)
+    if roots is not None:
+        usage = usage.join(chosen, chosen.c.id == _ALLOC.c.resource_provider_id)
+        members = members.join(chosen, chosen.c.id == _RP_AGGS.c.resource_provider_id)
+    return sa.union_all(places, usage, *([members] if with_aggregates else []))
 
 
 def _inventories(provider_ids: Any) -> sa.Select[Any]:
@@ -190,8 +195,10 @@ class _Loader:
         self.cache.check_class_names(self.class_names)
         self.providers: dict[int, Provider] = {}
 
-    def load(self, params: dict[str, list[int]], with_aggregates: bool) -> None:
-        """Add the providers of the trees ``params`` names."""
+    def load(self, params: dict[str, list[int]], with_aggregates: bool,
+             holding: frozenset[str] | None = None) -> None:
+        """Add the providers of the trees ``params`` names; with ``holding``,
+        only of the trees with inventory of one of those classes."""
         places: list[tuple[Any, ...]] = []
         usage: dict[int, list[tuple[int, int]]] = {}
         members: dict[int, list[int]] = {}
@@ -210,6 +217,10 @@ class _Loader:
         # Like providers share one aggregate set, as they share inventory
         # dicts and trait sets (ProviderCache.entry).
         aggregate_sets: dict[frozenset[int], frozenset[str]] = {}
+        if holding is not None:
+            kept = {root for _kind, pid, _gen, _parent, root, _uuid in places
+                    if not holding.isdisjoint(contents[pid].inventories)}
+            places = [place for place in places if place[4] in kept]
         for _kind, provider_id, _generation, parent_id, root_id, uuid in places:
             inventories = contents[provider_id].inventories
             used = usage.get(provider_id)
@@ -293,9 +304,11 @@ def _fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
     key = (conn.dialect.name, kind, name, tuple(ids))
     sql = _SQL.get(key)
     if sql is None:
-        sql = _literal(conn, _statement(kind, name).params(
-            {name: [int(i) for i in ids]}))
-        if name == "class_ids":
+        statement = _statement(kind, name)
+        if name != EVERYONE:
+            statement = statement.params({name: [int(i) for i in ids]})
+        sql = _literal(conn, statement)
+        if name in ("class_ids", EVERYONE):
             # Root and provider ids rarely repeat: only class ids are kept.
             _remember(key, sql)
     return _raw_rows(conn, sql)
@@ -386,7 +399,12 @@ def load_forest(conn: sa.engine.Connection, classes: dict[str, int],
     loader = _Loader(conn, classes)
     providers = loader.providers
     params = {"class_ids": sorted(set(class_ids))}
-    loader.load(params, with_aggregates)
+    wanted = frozenset(loader.class_names[class_id] for class_id in class_ids)
+    if loader.cache.reads_everyone(wanted):
+        loader.load({EVERYONE: []}, with_aggregates, holding=wanted)
+    else:
+        loader.load(params, with_aggregates)
+    loader.cache.reached(wanted, len(providers))
     sharing = [p.id for p in providers.values() if SHARING_TRAIT in p.traits]
     if sharing:
         if not with_aggregates:
