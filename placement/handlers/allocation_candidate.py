@@ -134,8 +134,8 @@ class _UuidTexts(dict):  # type: ignore[type-arg]
 _RESOURCES_TEXTS: dict[tuple[tuple[str, int], ...], str] = {}
 
 
-def _resources_text(resources: dict[str, int]) -> str:
-    key = tuple(resources.items())
+def _resources_text(key: tuple[tuple[str, int], ...]) -> str:
+    """``"VCPU": 1, "DISK_GB": 10`` for these (class, amount) pairs."""
     text = _RESOURCES_TEXTS.get(key)
     if text is None:
         names = _NAME_TEXTS
@@ -148,15 +148,26 @@ def _resources_text(resources: dict[str, int]) -> str:
 
 def render_request(combination: candidates.Combination, suffixes: list[str],
                    quoted: _UuidTexts, version: tuple[int, int]) -> str:
+    if len(combination) == 1 and version >= DICT_ALLOCATIONS_SINCE:
+        choice, = combination
+        if len(choice.providers) == 1:
+            # One group served by one provider (every candidate of a flat
+            # deployment): its classes are distinct, nothing to merge.
+            uuid = quoted[choice.providers[0]]
+            resources = _resources_text(tuple([a[1:] for a in choice.allocations]))
+            if version < MAPPINGS_SINCE:
+                return '{"allocations": {%s: {"resources": {%s}}}}' % (uuid, resources)
+            return ('{"allocations": {%s: {"resources": {%s}}}, "mappings": {%s: [%s]}}'
+                    % (uuid, resources, suffixes[0], uuid))
     merged = summary.allocations(combination)
     if version >= DICT_ALLOCATIONS_SINCE:
         allocations = "{%s}" % ", ".join([
-            '%s: {"resources": {%s}}' % (quoted[pid], _resources_text(resources))
+            '%s: {"resources": {%s}}' % (quoted[pid], _resources_text(tuple(resources.items())))
             for pid, resources in merged.items()])
     else:
         allocations = "[%s]" % ", ".join([
             '{"resource_provider": {"uuid": %s}, "resources": {%s}}'
-            % (quoted[pid], _resources_text(resources))
+            % (quoted[pid], _resources_text(tuple(resources.items())))
             for pid, resources in merged.items()])
     if version < MAPPINGS_SINCE:
         return '{"allocations": %s}' % allocations
