@@ -184,43 +184,45 @@ def render_summaries(shown: list[candidates.Provider], quoted: _UuidTexts,
 
     Runs over every provider of the trees involved (tens of thousands on
     nested deployments), hence one loop with the version checks hoisted out
-    of it, and inventory and trait texts made once per request for each
-    distinct inventory record and trait set (providers of a deployment are
-    much alike).
+    of it, and resources and trait texts made once per request for each
+    inventory dict and trait set: like providers share those objects (see
+    candidates.cache), so they are looked up by identity, all of them
+    staying alive while this runs.
     """
     names = _NAME_TEXTS
     with_traits = version >= TRAITS_SINCE
     with_tree = version >= NESTED_SINCE
     inventory_texts: dict[tuple[str, candidates.Inventory], str] = {}
-    trait_texts: dict[frozenset[str], str] = {}
+    resources_texts: dict[int, str] = {}
+    trait_texts: dict[int, str] = {}
     texts = []
     for provider in shown:
-        resources = []
-        for item in provider.inventories.items():
-            text = inventory_texts.get(item)
-            if text is None:
-                name, inventory = item
-                if requested is not None and name not in requested:
-                    text = ""
-                else:
-                    text = '%s: {"capacity": %s, "used": %s}' % (
-                        names.get(name) or _text(name), inventory.capacity,
-                        inventory.used)
-                inventory_texts[item] = text
-            if text:
-                resources.append(text)
-        text = '%s: {"resources": {%s}' % (quoted[provider.id], ", ".join(resources))
+        inventories = provider.inventories
+        resources = resources_texts.get(id(inventories))
+        if resources is None:
+            parts = []
+            for item in inventories.items():
+                text = inventory_texts.get(item)
+                if text is None:
+                    name, inventory = item
+                    if requested is not None and name not in requested:
+                        text = ""
+                    else:
+                        text = '%s: {"capacity": %s, "used": %s}' % (
+                            names.get(name) or _text(name), inventory.capacity,
+                            inventory.used)
+                    inventory_texts[item] = text
+                if text:
+                    parts.append(text)
+            resources = resources_texts[id(inventories)] = ", ".join(parts)
+        text = '%s: {"resources": {%s}' % (quoted[provider.id], resources)
         if with_traits:
             traits = provider.traits
-            if traits:
-                key = frozenset(traits)
-                traits_text = trait_texts.get(key)
-                if traits_text is None:
-                    traits_text = trait_texts[key] = ', "traits": [%s]' % ", ".join(
-                        [names.get(name) or _text(name) for name in sorted(traits)])
-                text += traits_text
-            else:
-                text += ', "traits": []'
+            traits_text = trait_texts.get(id(traits))
+            if traits_text is None:
+                traits_text = trait_texts[id(traits)] = ', "traits": [%s]' % ", ".join(
+                    [names.get(name) or _text(name) for name in sorted(traits)])
+            text += traits_text
         if with_tree:
             parent = provider.parent_id
             text += ', "parent_provider_uuid": %s, "root_provider_uuid": %s}' % (

@@ -92,19 +92,39 @@ class GroupSearch:
         by_anchor: dict[int, list[int]] = {}
         positive = bool(group.required or group.member_of)
         resources = group.resources
+        if not resources and not positive:
+            # A resourceless group only finds providers by what they have;
+            # forbidding alone selects nothing.
+            self._servers, self.anchors = [by_anchor], set()
+            return
+        # Judged once per shared inventory dict, trait and aggregate set,
+        # as in _find_unnumbered_servers.
+        serving: dict[int, bool] = {}
+        suitable_traits: dict[int, bool] = {}
+        suitable_aggregates: dict[int, bool] = {}
         for provider in self.forest.providers.values():
             if resources:
                 if tree is not None and provider.root_id != tree:
                     continue
-                if not _serves_all(provider.inventories, resources):
+                serves = serving.get(id(provider.inventories))
+                if serves is None:
+                    serves = serving[id(provider.inventories)] = _serves_all(
+                        provider.inventories, resources)
+                if not serves:
                     continue
-            elif not positive:
-                # A resourceless group only finds providers by what they
-                # have; forbidding alone selects nothing.
+            traits = provider.traits
+            suitable = suitable_traits.get(id(traits))
+            if suitable is None:
+                suitable = suitable_traits[id(traits)] = (
+                    _has_traits(traits, group) and group.forbidden.isdisjoint(traits))
+            if not suitable:
                 continue
-            if (not _has_traits(provider.traits, group)
-                    or not group.forbidden.isdisjoint(provider.traits)
-                    or not _in_aggregates(provider.aggregates, group)):
+            aggregates = provider.aggregates
+            member = suitable_aggregates.get(id(aggregates))
+            if member is None:
+                member = suitable_aggregates[id(aggregates)] = _in_aggregates(
+                    aggregates, group)
+            if not member:
                 continue
             for anchor in self.forest.roots_of(provider):
                 by_anchor.setdefault(anchor, []).append(provider.id)

@@ -218,8 +218,15 @@ class _Loader:
         # dicts and trait sets (ProviderCache.entry).
         aggregate_sets: dict[frozenset[int], frozenset[str]] = {}
         if holding is not None:
-            kept = {root for _kind, pid, _gen, _parent, root, _uuid in places
-                    if not holding.isdisjoint(contents[pid].inventories)}
+            holds: dict[int, bool] = {}  # by shared inventory dict
+            kept = set()
+            for _kind, pid, _gen, _parent, root, _uuid in places:
+                inventories = contents[pid].inventories
+                held = holds.get(id(inventories))
+                if held is None:
+                    held = holds[id(inventories)] = not holding.isdisjoint(inventories)
+                if held:
+                    kept.add(root)
             places = [place for place in places if place[4] in kept]
         for _kind, provider_id, _generation, parent_id, root_id, uuid in places:
             inventories = contents[provider_id].inventories
