@@ -20,6 +20,13 @@ from placement.conf import api, database, placement, paths
 
 DEFAULT_CONFIG_FILES = ["/etc/placement/placement.conf"]
 
+# Our default for [oslo_middleware] max_request_body_size, instead of
+# oslo.middleware's 112 KiB: OpenStack Placement sets no limit, and nova's
+# reshape of a host with a few hundred instances, or a bulk POST
+# /allocations, is larger than that.  16 MiB holds tens of thousands of
+# consumers' allocations and still refuses absurd bodies.
+MAX_REQUEST_BODY_SIZE = 16 * 1024 * 1024
+
 
 class InvalidConfig(ValueError):
     """Options whose values their types refuse; the message lists them all."""
@@ -85,9 +92,10 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     from placement import policy
 
     policy.register_opts(conf)
-    from oslo_middleware import cors
+    from oslo_middleware import cors, sizelimit
 
     cors.set_defaults(**cors_defaults())
+    cfg.set_defaults(sizelimit.OPTS, max_request_body_size=MAX_REQUEST_BODY_SIZE)
 
 
 def _register_keystone_opts(conf: cfg.ConfigOpts) -> None:

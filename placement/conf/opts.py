@@ -25,8 +25,9 @@ def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:
 
 def set_defaults(conf: cfg.ConfigOpts | None = None) -> None:
     """Defaults of other libraries' options as placement wants them."""
-    from oslo_middleware import cors
+    from oslo_middleware import cors, sizelimit
 
-    from placement.conf import cors_defaults
+    from placement.conf import MAX_REQUEST_BODY_SIZE, cors_defaults
 
     cors.set_defaults(**cors_defaults())
+    cfg.set_defaults(sizelimit.OPTS, max_request_body_size=MAX_REQUEST_BODY_SIZE)
