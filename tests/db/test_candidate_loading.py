@@ -9,18 +9,14 @@ tests look at the loaded forest itself, on every backend.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Iterator
 
 import pytest
 
-from placement import app
-from placement.db import migration
 from placement.db.api import Database
 from placement.objects.candidates import cache as provider_cache
 from placement.objects.candidates import search
-from tests import backends
-from tests.functional import fixtures
+from tests.functional import inprocess
 from tests.functional.inprocess import send
 
 HOST1 = "b1d00000-0000-4000-8000-000000000001"
@@ -32,22 +28,9 @@ FPGA_HOST = "b1d00000-0000-4000-8000-0000000000f9"
 AGGREGATE = "b1d00000-0000-4000-8000-0000000000ee"
 
 
-@contextlib.contextmanager
-def _served(backend: str) -> Iterator[tuple[Any, Database]]:
-    backends.require(backend)
-    with backends.fresh_database(backend) as url:
-        conf = fixtures.make_conf(url)
-        db = Database(conf)
-        try:
-            migration.upgrade(db)
-            yield app.build_app(conf, db), db
-        finally:
-            db.dispose()
-
-
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def served(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Database]]:
-    with _served(request.param) as both:
+    with inprocess.served(request.param) as both:
         yield both
 
 

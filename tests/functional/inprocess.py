@@ -17,17 +17,25 @@ from tests.functional import fixtures
 
 
 @contextlib.contextmanager
-def application(backend: str) -> Iterator[Any]:
-    """A migrated database on ``backend`` and the app serving it (noauth2)."""
+def served(backend: str) -> Iterator[tuple[Any, Database]]:
+    """A migrated database on ``backend``, the app serving it (noauth2) and
+    the app's Database, for tests that also look below the API."""
     backends.require(backend)
     with backends.fresh_database(backend) as url:
         conf = fixtures.make_conf(url)
         db = Database(conf)
         try:
             migration.upgrade(db)
-            yield app.build_app(conf, db)
+            yield app.build_app(conf, db), db
         finally:
             db.dispose()
+
+
+@contextlib.contextmanager
+def application(backend: str) -> Iterator[Any]:
+    """A migrated database on ``backend`` and the app serving it (noauth2)."""
+    with served(backend) as (application, _db):
+        yield application
 
 
 def send(application: Any, method: str, path: str, body: Any = None,
