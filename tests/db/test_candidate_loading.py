@@ -102,3 +102,19 @@ def test_reading_everyone_loads_the_trees_the_database_would_name(
         # FPGA trees hold a small share of the providers read by now.
         search.load_forest(conn, classes, [classes["FPGA"]], False)
         assert not cache.reads_everyone(frozenset({"FPGA"}))
+
+
+def test_a_class_created_after_the_names_were_read_is_named(
+        served: tuple[Any, Database]) -> None:
+    # A search reads the class names first; a writer may then add a class,
+    # with inventory of it, before the search reads that inventory.
+    application, db = served
+    with db.reader() as conn:
+        classes, _traits = search.check_names(conn, [])
+    assert send(application, "PUT", "/resource_classes/CUSTOM_LATE").status_int == 201
+    _provider(application, HOST1, {"VCPU": 4, "CUSTOM_LATE": 2})
+    with db.reader() as conn:
+        forest = search.load_forest(conn, classes, [classes["VCPU"]], False)
+    inventories = _shape(forest)[HOST1][1]
+    assert set(inventories) == {"VCPU", "CUSTOM_LATE"}
+    assert inventories["CUSTOM_LATE"].total == 2

@@ -10,9 +10,9 @@
    providers it lacks or holds at an older generation.  When the last
    search for the same classes found them in most trees, the first query
    reads every provider instead, and the trees without those classes are
-   dropped here: narrowing in the database then costs more than it saves.  Only when sharing
-   providers turn up do one or two more queries load the trees sharing
-   their aggregates.
+   dropped here: narrowing in the database then costs more than it saves.
+   Only when sharing providers turn up do one or two more queries load the
+   trees sharing their aggregates.
 3. Or, when the answer is bounded (``limit``), :func:`candidate_roots`
    lists those trees and :func:`load_trees` loads them a batch at a time,
    until enough candidates are found.
@@ -195,6 +195,19 @@ class _Loader:
         self.cache.check_class_names(self.class_names)
         self.providers: dict[int, Provider] = {}
 
+    def class_name(self, class_id: int) -> str:
+        """The name of a class, reading the classes again for one created
+        since :func:`check_names` (a writer may have added it, with
+        inventory or allocations, while this search ran)."""
+        name = self.class_names.get(class_id)
+        if name is None:
+            self.class_names = {
+                class_id: name for class_id, name in self.conn.execute(
+                    sa.select(_RC.c.id, _RC.c.name))}
+            self.cache.check_class_names(self.class_names)
+            name = self.class_names[class_id]
+        return name
+
     def load(self, params: dict[str, list[int]], with_aggregates: bool,
              holding: frozenset[str] | None = None) -> None:
         """Add the providers of the trees ``params`` names; with ``holding``,
@@ -213,7 +226,6 @@ class _Loader:
                 members.setdefault(row[1], []).append(row[2])
         contents = self._contents(places)
         aggregate_uuids = self._aggregate_uuids(members)
-        class_names = self.class_names
         # Like providers share one aggregate set, as they share inventory
         # dicts and trait sets (ProviderCache.entry).
         aggregate_sets: dict[frozenset[int], frozenset[str]] = {}
@@ -234,7 +246,7 @@ class _Loader:
             if used:
                 inventories = dict(inventories)
                 for class_id, amount in used:
-                    name = class_names[class_id]
+                    name = self.class_name(class_id)
                     inventory = inventories.get(name)
                     if inventory is not None:
                         inventories[name] = inventory._replace(used=amount)
@@ -261,14 +273,14 @@ class _Loader:
             else:
                 found[provider_id] = entry
         make_tuple = tuple.__new__
-        class_names = self.class_names
+        class_name = self.class_name
         for chunk in _chunks(sorted(stale)):
             params = {"provider_ids": chunk}
             inventories: dict[int, dict[str, Inventory]] = {p: {} for p in chunk}
             # tuple.__new__ directly: Inventory._make is a Python-level
             # call, and this loop runs once per inventory row.
             for row in _fetch(self.conn, "inventories", params):
-                inventories[row[0]][class_names[row[1]]] = make_tuple(
+                inventories[row[0]][class_name(row[1])] = make_tuple(
                     Inventory, (*row[2:], 0))
             traits: dict[int, set[str]] = {}
             for provider_id, name in _fetch(self.conn, "traits", params):
@@ -406,7 +418,7 @@ def load_forest(conn: sa.engine.Connection, classes: dict[str, int],
     loader = _Loader(conn, classes)
     providers = loader.providers
     params = {"class_ids": sorted(set(class_ids))}
-    wanted = frozenset(loader.class_names[class_id] for class_id in class_ids)
+    wanted = frozenset(loader.class_name(class_id) for class_id in class_ids)
     if loader.cache.reads_everyone(wanted):
         loader.load({EVERYONE: []}, with_aggregates, holding=wanted)
     else:
