@@ -95,6 +95,12 @@ class ProviderCache:
             self._reach = {}
         self._reach[classes] = providers
 
+    def names_classes_as(self, class_names: dict[int, str]) -> bool:
+        """Whether entries named with ``class_names`` may be kept: a search
+        that read the names before a rename must not store entries after
+        a search that read them after it has dropped the old ones."""
+        return self._class_names == class_names
+
     def check_class_names(self, class_names: dict[int, str]) -> None:
         """Drop every entry if a class known before has another name now."""
         known = self._class_names

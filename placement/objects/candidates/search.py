@@ -285,11 +285,13 @@ class _Loader:
             traits: dict[int, set[str]] = {}
             for provider_id, name in _fetch(self.conn, "traits", params):
                 traits.setdefault(provider_id, set()).add(name)
+            keep = cache.names_classes_as(self.class_names)
             for provider_id in chunk:
                 generation, uuid = stale[provider_id]
                 entry = cache.entry(generation, uuid, inventories[provider_id],
                                     frozenset(traits.get(provider_id, ())))
-                cache.put(provider_id, entry)
+                if keep:
+                    cache.put(provider_id, entry)
                 found[provider_id] = entry
         return found
 
