@@ -132,11 +132,12 @@ class Database:
             with self._engine_lock:
                 if self._engine is None:
                     engine = self._facade.writer.get_engine()
-                    if engine.dialect.name == "sqlite":
-                        _tune_sqlite(engine)
+                    tune = _TUNING.get(engine.dialect.name)
+                    if tune is not None:
+                        tune(engine)
                         # oslo.db already opened (and pooled) a connection to
                         # test the URL, before our connect listener existed;
-                        # drop it so that every connection gets the pragmas.
+                        # drop it so that every connection gets the settings.
                         engine.dispose()
                     self._engine = engine
         return self._engine
@@ -219,6 +220,22 @@ def _tune_sqlite(engine: sa.engine.Engine) -> None:
     sa.event.listen(engine, "begin", _on_begin)
     for listener in earlier:
         sa.event.listen(engine, "begin", listener)
+
+
+def _tune_mysql(engine: sa.engine.Engine) -> None:
+    """Let GROUP_CONCAT build texts as long as a row may be.  The defaults
+    (1 KiB on MySQL, 1 MiB on MariaDB) would cut the state text the
+    candidate search reads per tree (objects/candidates/search.py) on
+    large trees; that search also checks every text it takes apart."""
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, record):  # type: ignore[no-untyped-def]
+        cursor = dbapi_conn.cursor()
+        cursor.execute("SET SESSION group_concat_max_len = @@max_allowed_packet")
+        cursor.close()
+
+
+_TUNING = {"sqlite": _tune_sqlite, "mysql": _tune_mysql}
 
 
 def lock_providers(conn: sa.engine.Connection, provider_ids: list[int]) -> None:

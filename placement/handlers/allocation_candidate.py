@@ -84,19 +84,65 @@ def render_candidates(found: candidates.Candidates, version: tuple[int, int]
     costs more than the search itself; so the text is assembled from
     fragments, with the spacing of Python's ``json.dumps`` defaults that
     Placement's responses have (clients compare their sizes).
+
+    The search hands back the same candidate lists and trees for what has
+    not changed since an earlier request (see candidates.reuse), and the
+    text of each is kept in their ``memo``: a scheduler asking the same
+    question again mostly pays for reading the database.
     """
-    forest = found.forest
-    quoted = _UuidTexts(forest)
-    suffixes = [_text(group.suffix) for group in found.query.groups]
-    requests = [render_request(combination, suffixes, quoted, version)
-                for combination in found.combinations]
-    shown = summary.summarised(forest, found.combinations,
-                               whole_trees=version >= NESTED_SINCE)
-    requested = (None if version >= ALL_INVENTORIES_SINCE
-                 else set(found.query.resource_class_names))
-    summaries = render_summaries(shown, quoted, requested, version)
+    quoted = _UuidTexts(found.forest)
+    requests = _request_texts(found, quoted, version)
+    if version >= NESTED_SINCE:
+        summaries = _tree_summary_texts(found, quoted)
+    else:
+        requested = (None if version >= ALL_INVENTORIES_SINCE
+                     else set(found.query.resource_class_names))
+        writer = _SummaryWriter(quoted, requested, version)
+        summaries = [writer.text(p) for p in summary.providers_shown(found)]
     return ('{"allocation_requests": [%s], "provider_summaries": {%s}}' % (
         ", ".join(requests), ", ".join(summaries))).encode("utf-8")
+
+
+def _request_texts(found: candidates.Candidates, quoted: _UuidTexts,
+                   version: tuple[int, int]) -> list[str]:
+    """The text of each chosen candidate, from its list's memo when an
+    earlier request of the same query wrote it."""
+    suffixes = [_text(group.suffix) for group in found.query.groups]
+    key = ("allocation request", version >= DICT_ALLOCATIONS_SINCE,
+           version >= MAPPINGS_SINCE)
+    texts = []
+    for listed, index in found.chosen:
+        kept = listed.memo.get(key)
+        if kept is None:
+            kept = listed.memo[key] = [None] * len(listed.combinations)
+        text = kept[index]
+        if text is None:
+            text = kept[index] = render_request(
+                listed.combinations[index], suffixes, quoted, version)
+        texts.append(text)
+    return texts
+
+
+# Summaries look the same at every microversion from 1.29 (traits since
+# 1.17, every inventory since 1.27): one text per tree serves them all.
+_TREE_SUMMARY = "provider summaries since 1.29"
+
+
+def _tree_summary_texts(found: candidates.Candidates, quoted: _UuidTexts
+                        ) -> list[str]:
+    """The summaries of every provider of each tree used (1.29+), a text
+    per tree, from the tree's memo when an earlier request wrote it."""
+    writer: _SummaryWriter | None = None
+    texts = []
+    for tree in summary.trees_shown(found):
+        text = tree.memo.get(_TREE_SUMMARY)
+        if text is None:
+            if writer is None:
+                writer = _SummaryWriter(quoted, None, NESTED_SINCE)
+            text = tree.memo[_TREE_SUMMARY] = ", ".join(
+                [writer.text(provider) for provider in tree.providers.values()])
+        texts.append(text)
+    return texts
 
 
 _SAFE_UUID = re.compile(r"^[0-9a-fA-F-]*$")
@@ -177,58 +223,62 @@ def render_request(combination: candidates.Combination, suffixes: list[str],
     return '{"allocations": %s, "mappings": {%s}}' % (allocations, mappings)
 
 
-def render_summaries(shown: list[candidates.Provider], quoted: _UuidTexts,
-                     requested: set[str] | None, version: tuple[int, int]
-                     ) -> list[str]:
-    """One ``"uuid": {...}`` text per provider.
+class _SummaryWriter:
+    """Writes one ``"uuid": {...}`` summary text per provider.
 
     Runs over every provider of the trees involved (tens of thousands on
-    nested deployments), hence one loop with the version checks hoisted out
-    of it, and resources and trait texts made once per request for each
-    inventory dict and trait set: like providers share those objects (see
+    nested deployments), hence the version checks made once, and
+    resources and trait texts made once per request for each inventory
+    dict and trait set: like providers share those objects (see
     candidates.cache), so they are looked up by identity, all of them
     staying alive while this runs.
     """
-    names = _NAME_TEXTS
-    with_traits = version >= TRAITS_SINCE
-    with_tree = version >= NESTED_SINCE
-    inventory_texts: dict[tuple[str, candidates.Inventory], str] = {}
-    resources_texts: dict[int, str] = {}
-    trait_texts: dict[int, str] = {}
-    texts = []
-    for provider in shown:
+
+    def __init__(self, quoted: _UuidTexts, requested: set[str] | None,
+                 version: tuple[int, int]) -> None:
+        self.quoted = quoted
+        self.requested = requested
+        self.with_traits = version >= TRAITS_SINCE
+        self.with_tree = version >= NESTED_SINCE
+        self.inventory_texts: dict[tuple[str, candidates.Inventory], str] = {}
+        self.resources_texts: dict[int, str] = {}
+        self.trait_texts: dict[int, str] = {}
+
+    def text(self, provider: candidates.Provider) -> str:
+        names = _NAME_TEXTS
         inventories = provider.inventories
-        resources = resources_texts.get(id(inventories))
+        resources = self.resources_texts.get(id(inventories))
         if resources is None:
             parts = []
             for item in inventories.items():
-                text = inventory_texts.get(item)
+                text = self.inventory_texts.get(item)
                 if text is None:
                     name, inventory = item
-                    if requested is not None and name not in requested:
+                    if self.requested is not None and name not in self.requested:
                         text = ""
                     else:
                         text = '%s: {"capacity": %s, "used": %s}' % (
                             names.get(name) or _text(name), inventory.capacity,
                             inventory.used)
-                    inventory_texts[item] = text
+                    self.inventory_texts[item] = text
                 if text:
                     parts.append(text)
-            resources = resources_texts[id(inventories)] = ", ".join(parts)
+            resources = self.resources_texts[id(inventories)] = ", ".join(parts)
+        quoted = self.quoted
         text = '%s: {"resources": {%s}' % (quoted[provider.id], resources)
-        if with_traits:
+        if self.with_traits:
             traits = provider.traits
-            traits_text = trait_texts.get(id(traits))
+            traits_text = self.trait_texts.get(id(traits))
             if traits_text is None:
-                traits_text = trait_texts[id(traits)] = ', "traits": [%s]' % ", ".join(
-                    [names.get(name) or _text(name) for name in sorted(traits)])
+                traits_text = self.trait_texts[id(traits)] = ', "traits": [%s]' % (
+                    ", ".join([names.get(name) or _text(name)
+                               for name in sorted(traits)]))
             text += traits_text
-        if with_tree:
+        if self.with_tree:
             parent = provider.parent_id
             text += ', "parent_provider_uuid": %s, "root_provider_uuid": %s}' % (
                 "null" if parent is None else quoted[parent],
                 quoted[provider.root_id])
         else:
             text += "}"
-        texts.append(text)
-    return texts
+        return text

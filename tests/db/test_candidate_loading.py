@@ -16,6 +16,8 @@ import pytest
 from placement.db.api import Database
 from placement.objects.candidates import cache as provider_cache
 from placement.objects.candidates import search
+from placement.objects.candidates.loader import Loader
+from placement.objects.candidates.trees import Forest
 from tests.functional import inprocess
 from tests.functional.inprocess import send
 
@@ -90,17 +92,17 @@ def test_reading_everyone_loads_the_trees_the_database_would_name(
         cache = provider_cache.of(conn.engine)
         vcpu = frozenset({"VCPU"})
         assert not cache.reads_everyone(vcpu)
-        narrowed = search.load_forest(conn, classes, [classes["VCPU"]], True)
+        narrowed = Forest(Loader(conn, classes).relevant_trees([classes["VCPU"]]))
         # The VCPU trees held every provider read so far: read everyone next.
         assert cache.reads_everyone(vcpu)
-        everyone = search.load_forest(conn, classes, [classes["VCPU"]], True)
+        everyone = Forest(Loader(conn, classes).relevant_trees([classes["VCPU"]]))
         assert _shape(everyone) == _shape(narrowed)
         assert set(_shape(everyone)) == {HOST1, NUMA1, HOST2}
         assert everyone.anchors == {}
-        assert everyone.trees == narrowed.trees
+        assert everyone.trees.keys() == narrowed.trees.keys()
 
         # FPGA trees hold a small share of the providers read by now.
-        search.load_forest(conn, classes, [classes["FPGA"]], False)
+        Loader(conn, classes).relevant_trees([classes["FPGA"]])
         assert not cache.reads_everyone(frozenset({"FPGA"}))
 
 
@@ -114,7 +116,66 @@ def test_a_class_created_after_the_names_were_read_is_named(
     assert send(application, "PUT", "/resource_classes/CUSTOM_LATE").status_int == 201
     _provider(application, HOST1, {"VCPU": 4, "CUSTOM_LATE": 2})
     with db.reader() as conn:
-        forest = search.load_forest(conn, classes, [classes["VCPU"]], False)
+        forest = Forest(Loader(conn, classes).relevant_trees([classes["VCPU"]]))
     inventories = _shape(forest)[HOST1][1]
     assert set(inventories) == {"VCPU", "CUSTOM_LATE"}
     assert inventories["CUSTOM_LATE"].total == 2
+
+
+def test_unchanged_trees_are_the_ones_read_before(
+        served: tuple[Any, Database]) -> None:
+    application, db = served
+    _provider(application, HOST1, {"DISK_GB": 100}, aggregates=(AGGREGATE,))
+    _provider(application, NUMA1, {"VCPU": 8}, parent=HOST1)
+    _provider(application, HOST2, {"VCPU": 4, "MEMORY_MB": 512})
+
+    def read() -> dict[str, Any]:
+        with db.reader() as conn:
+            classes, _traits = search.check_names(conn, [])
+            trees = Loader(conn, classes).relevant_trees([classes["VCPU"]])
+        forest = Forest(trees)
+        return {forest.providers[tree.root_id].uuid: tree for tree in trees}
+
+    first = read()
+    second = read()
+    assert set(first) == {HOST1, HOST2}
+    assert all(second[uuid] is first[uuid] for uuid in first)
+
+    # A claim on host2's tree (a bump of its generation) and the removal of
+    # host1's aggregate (none): each tree is read anew, with what changed.
+    assert send(application, "PUT", "/allocations/%s" % ADDRESSES, {
+        "allocations": {HOST2: {"resources": {"VCPU": 3}}},
+        "project_id": AGGREGATE, "user_id": AGGREGATE,
+        "consumer_generation": None, "consumer_type": "INSTANCE"},
+    ).status_int == 204
+    third = read()
+    assert third[HOST1] is first[HOST1]
+    assert third[HOST2] is not first[HOST2]
+    host2 = next(iter(third[HOST2].providers.values()))
+    assert host2.inventories["VCPU"].used == 3
+    assert send(application, "PUT", "/resource_providers/%s/aggregates" % HOST1,
+                [], version="1.18").status_int == 200
+    fourth = read()
+    assert fourth[HOST1] is not first[HOST1]
+    assert next(iter(fourth[HOST1].providers.values())).aggregates == frozenset()
+    assert fourth[HOST2] is third[HOST2]
+
+
+def test_a_tree_read_in_another_order_is_the_same_tree(
+        served: tuple[Any, Database]) -> None:
+    application, db = served
+    _provider(application, HOST1, {"DISK_GB": 100}, aggregates=(AGGREGATE,))
+    _provider(application, NUMA1, {"VCPU": 8}, parent=HOST1)
+    with db.reader() as conn:
+        classes, _traits = search.check_names(conn, [])
+        loader = Loader(conn, classes)
+        tree, = loader.relevant_trees([classes["VCPU"]])
+        root = tree.root_id
+        # As if the database had listed the tree's items in another order.
+        text, kept = loader.cache.trees[root]
+        shuffled = ";".join(reversed(text.split(";")))
+        assert shuffled != text
+        loader.cache.trees[root] = (shuffled, kept)
+        again, = loader.relevant_trees([classes["VCPU"]])
+    assert again is tree
+    assert loader.cache.trees[root] == (text, tree)

@@ -6,43 +6,12 @@ from typing import Any
 
 import pytest
 
-from placement.objects.candidates import assemble, summary
+from placement.objects.candidates import Candidates, assemble, reuse, summary
 from placement.objects.candidates.trees import Forest, Inventory, Provider
 from placement.request_groups import CandidateQuery, RequestGroup
+from tests.unit.candidate_trees import forest, gpu_groups, group, inv, wide_hosts
 
 SHARES = "MISC_SHARES_VIA_AGGREGATE"
-
-
-def inv(total: int, *, reserved: int = 0, max_unit: int | None = None,
-        step: int = 1, ratio: float = 1.0, used: int = 0, min_unit: int = 1
-        ) -> Inventory:
-    return Inventory(total, reserved, min_unit, total if max_unit is None else max_unit,
-                     step, ratio, used)
-
-
-def forest(*specs: tuple[Any, ...]) -> Forest:
-    """Providers from ``(id, parent id, {class: Inventory}, traits, aggs)``."""
-    providers: dict[int, Provider] = {}
-    for id_, parent, inventories, *rest in specs:
-        traits = frozenset(rest[0]) if rest else frozenset()
-        aggs = set(rest[1]) if len(rest) > 1 else set()
-        root = id_ if parent is None else providers[parent].root_id
-        providers[id_] = Provider(id_, "uuid-%d" % id_, parent, root,
-                                  dict(inventories), traits, aggs)
-    return Forest(providers.values())
-
-
-def group(suffix: str = "", resources: dict[str, int] | None = None,
-          **fields: Any) -> RequestGroup:
-    required = tuple(frozenset([t]) if isinstance(t, str) else frozenset(t)
-                     for t in fields.pop("required", ()))
-    member_of = tuple(frozenset([a]) for a in fields.pop("member_of", ()))
-    return RequestGroup(suffix, tuple((resources or {}).items()),
-                        required=required,
-                        forbidden=frozenset(fields.pop("forbidden", ())),
-                        member_of=member_of,
-                        not_member_of=frozenset(fields.pop("not_member_of", ())),
-                        **fields)
 
 
 def run(trees: Forest, *groups: RequestGroup, nested: bool = True,
@@ -179,22 +148,6 @@ def test_before_nested_one_provider_per_tree() -> None:
     ]
 
 
-def wide_hosts(hosts: int) -> Forest:
-    """Hosts of two NUMA nodes (VCPU) and eight one-unit GPUs each."""
-    specs: list[tuple[Any, ...]] = []
-    for h in range(hosts):
-        root = h * 100 + 1
-        specs.append((root, None, {}))
-        specs += [(root + 1 + n, root, {"VCPU": inv(8)}) for n in range(2)]
-        specs += [(root + 10 + g, root, {"VGPU": inv(1)}) for g in range(8)]
-    return forest(*specs)
-
-
-def gpu_groups() -> list[RequestGroup]:
-    return [group(resources={"VCPU": 1})] + [
-        group(str(i), resources={"VGPU": 1}) for i in range(1, 5)]
-
-
 def test_limit_stops_the_enumeration() -> None:
     trees = wide_hosts(200)
     query = CandidateQuery(groups=tuple(gpu_groups()), group_policy="isolate")
@@ -244,8 +197,11 @@ def test_summaries_cover_whole_trees_from_nested_versions() -> None:
     combos = assemble.select(assemble.Assembler(trees, query), limit=1,
                              randomize=False, max_candidates=-1,
                              strategy=assemble.DEPTH_FIRST)
-    assert [p.id for p in summary.summarised(trees, combos, True)] == [1, 2, 3, 4]
-    assert [p.id for p in summary.summarised(trees, combos, False)] == [2]
+    chosen = tuple(reuse.single(iter(combos), trees))
+    found = Candidates(chosen, Forest(chosen[0][0].trees), query)
+    assert [tree.root_id for tree in summary.trees_shown(found)] == [1]
+    assert list(summary.trees_shown(found)[0].providers) == [1, 2, 3, 4]
+    assert [p.id for p in summary.providers_shown(found)] == [2]
 
 
 def test_like_hosts_sharing_their_sets_are_still_judged_one_by_one() -> None:
@@ -255,7 +211,7 @@ def test_like_hosts_sharing_their_sets_are_still_judged_one_by_one() -> None:
     inventories = {"VCPU": inv(4)}
     traits = frozenset({"CUSTOM_FAST"})
     in_agg, elsewhere = frozenset({"agg"}), frozenset({"other"})
-    hosts = Forest([
+    hosts = Forest.of([
         Provider(1, "uuid-1", None, 1, inventories, traits, in_agg),
         Provider(2, "uuid-2", None, 2, inventories, traits, elsewhere),
         Provider(3, "uuid-3", None, 3, {"VCPU": inv(4, used=4)}, traits, in_agg),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from placement.objects.candidates import cache as provider_cache
-from placement.objects.candidates.trees import Inventory
+from placement.objects.candidates.trees import Inventory, Provider, Tree
 
 VCPU = {"VCPU": Inventory(8, 0, 1, 8, 1, 1.0, 0)}
 
@@ -55,3 +55,55 @@ def test_a_full_cache_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
                                            dict(VCPU), frozenset()))
     assert [cache.get(p, 0, "uuid-%d" % p) is not None for p in (1, 2, 3)] == [
         False, False, True]
+
+
+def tree(root: int, *children: int) -> Tree:
+    return Tree([Provider(root, "uuid-%d" % root, None, root)] + [
+        Provider(c, "uuid-%d" % c, root, root) for c in children])
+
+
+def test_too_many_providers_in_trees_start_the_trees_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provider_cache, "MAX_ENTRIES", 5)
+    cache = provider_cache.ProviderCache()
+    cache.candidates.of("query")[1] = "a list"
+    cache.put_tree("one", tree(1, 2, 3))
+    cache.put_tree("one again", tree(1, 2, 3))   # replaces: still 3 providers
+    cache.put_tree("four", tree(4, 5))
+    assert set(cache.trees) == {1, 4}
+    cache.put_tree("six", tree(6))
+    # Trees and the candidates made from them go together.
+    assert set(cache.trees) == {6}
+    assert cache.candidates.of("query") == {}
+
+
+def test_a_renamed_class_drops_trees_and_candidates() -> None:
+    cache = provider_cache.ProviderCache()
+    cache.check_class_names({9: "CUSTOM_OLD"})
+    cache.put_tree("one", tree(1))
+    cache.candidates.of("query")[1] = "a list"
+    cache.check_class_names({9: "CUSTOM_OLD", 10: "CUSTOM_NEW_CLASS"})
+    assert set(cache.trees) == {1}
+    cache.check_class_names({9: "CUSTOM_RENAMED"})
+    assert cache.trees == {}
+    assert cache.candidates.of("query") == {}
+
+
+def test_the_queries_asked_least_recently_are_forgotten(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provider_cache, "MAX_CANDIDATE_LISTS", 4)
+    monkeypatch.setattr(provider_cache, "MAX_QUERIES", 3)
+    kept = provider_cache.QueryCandidates()
+    kept.of("a").update({1: "x", 2: "x"})
+    kept.of("b").update({1: "x"})
+    kept.of("a")                                    # asked again: newest
+    kept.of("c").update({1: "x", 2: "x"})
+    # Five lists: b, the least recently asked, goes.
+    assert kept.of("a") == {1: "x", 2: "x"}
+    assert kept.of("b") == {}
+    kept.of("d")
+    kept.of("e")                                    # a fifth query
+    assert len(kept._by_query) == 3
+    # One query alone over the bound keeps nothing.
+    kept.of("e").update({n: "x" for n in range(5)})
+    assert kept.of("e") == {}

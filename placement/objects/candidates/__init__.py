@@ -1,36 +1,47 @@
 """Allocation candidates: which providers could satisfy a request, and how.
 
 :func:`find` is the one entry point: it checks the names the query uses,
-loads the trees that can take part (:mod:`.search`, a few queries), and
+reads the trees that can take part (:mod:`.loader`, a few queries), and
 combines their providers into candidates in memory (:mod:`.assemble`),
-producing no more of them than the answer needs.  :mod:`.summary` says
-which providers the answer describes.
+producing no more of them than the answer needs.  Trees unchanged since
+an earlier search of the same query give the candidates they gave then
+(:mod:`.reuse`).  :mod:`.summary` says which providers the answer
+describes.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import itertools
+from typing import Any, Iterator, Sequence
 
 from placement import exceptions
-from placement.objects.candidates import assemble, search
+from placement.objects.candidates import assemble, reuse, search
 from placement.objects.candidates.choices import Choice, Combination
-from placement.objects.candidates.trees import Forest, Inventory, Provider
+from placement.objects.candidates.loader import Loader
+from placement.objects.candidates.reuse import CandidateList, Item
+from placement.objects.candidates.trees import Forest, Inventory, Provider, Tree
 from placement.request_groups import CandidateQuery
 
-__all__ = ["Candidates", "Choice", "Combination", "Forest", "Inventory",
-           "Provider", "find"]
+__all__ = ["CandidateList", "Candidates", "Choice", "Combination", "Forest",
+           "Inventory", "Item", "Provider", "Tree", "find"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Candidates:
-    """The chosen combinations (one :class:`Choice` per request group, in
-    the query's group order) and the forest they were built from, which
-    callers only read."""
+    """The chosen candidates, in answer order, each as an item of a
+    :class:`CandidateList`; the forest of the trees they use, which callers
+    only read; and the query."""
 
-    combinations: tuple[Combination, ...]
+    chosen: tuple[Item, ...]
     forest: Forest
     query: CandidateQuery
+
+    @property
+    def combinations(self) -> tuple[Combination, ...]:
+        """One :class:`Choice` per request group, in the query's group
+        order, for each candidate."""
+        return tuple([listed.combinations[index] for listed, index in self.chosen])
 
 
 def _check_names(query: CandidateQuery, classes: dict[str, int],
@@ -66,20 +77,28 @@ def find(ctx: Any, query: CandidateQuery, *, limit: int | None = None,
     with ctx.db.reader() as conn:
         classes, traits = search.check_names(conn, sorted(trait_names))
         _check_names(query, classes, traits)
-        class_ids = [classes[name] for name in query.resource_class_names]
-        needs_aggregates = any(g.member_of or g.not_member_of for g in query.groups)
+        loader = Loader(conn, classes)
+        kept = loader.cache.candidates.of(reuse.query_key(query, nested))
         amounts = [(classes[name], amount) for group in query.groups
                    for name, amount in group.resources]
         roots = search.candidate_roots(conn, amounts) if bound else None
         if roots is not None and bound is not None:
-            return _in_batches(conn, query, classes, roots, bound, needs_aggregates,
-                               nested)
-        forest = search.load_forest(conn, classes, class_ids, needs_aggregates)
-    assembler = assemble.Assembler(forest, query, nested)
-    combinations = assemble.select(
-        assembler, limit=limit, randomize=randomize,
-        max_candidates=max_candidates, strategy=strategy)
-    return Candidates(tuple(combinations), forest, query)
+            chosen = assemble.choose(
+                itertools.chain.from_iterable(
+                    _batches(loader, roots, query, nested, kept)),
+                limit=bound, randomize=False, max_candidates=-1)
+            return _candidates(chosen, query)
+        trees = loader.relevant_trees(
+            [classes[name] for name in query.resource_class_names])
+    stream = _stream(trees, query, nested, kept, strategy)
+    return _candidates(assemble.choose(
+        stream, limit=limit, randomize=randomize, max_candidates=max_candidates),
+        query)
+
+
+def _candidates(chosen: list[Item], query: CandidateQuery) -> Candidates:
+    trees = {tree.root_id: tree for listed, _index in chosen for tree in listed.trees}
+    return Candidates(tuple(chosen), Forest(trees.values()), query)
 
 
 def _bound(limit: int | None, randomize: bool, max_candidates: int,
@@ -94,29 +113,31 @@ def _bound(limit: int | None, randomize: bool, max_candidates: int,
     return min(bounds) if bounds else None
 
 
-# Trees loaded by the first batch; each further batch is twice as large.
+def _stream(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
+            kept: dict[int, CandidateList], strategy: str) -> Iterator[Item]:
+    """The candidates of these trees, in the order of ``strategy``: each
+    tree's own, reused or built, or, with sharing providers among them,
+    those built from all of them together."""
+    if any(tree.sharing for tree in trees):
+        forest = Forest(trees)
+        return reuse.single(
+            assemble.Assembler(forest, query, nested).generate(strategy), forest)
+    return assemble.merge(reuse.tree_streams(trees, query, nested, kept), strategy)
+
+
+# Trees read by the first batch; each further batch is twice as large.
 FIRST_BATCH = 16
 
 
-def _in_batches(conn: Any, query: CandidateQuery, classes: dict[str, int],
-                roots: list[int], bound: int, with_aggregates: bool,
-                nested: bool) -> Candidates:
-    """Candidates from trees loaded a batch at a time, in root order, until
-    ``bound`` are found: a small limit reads few trees whatever the size of
-    the deployment.  Same candidates, in the same order, as loading every
-    tree at once would give."""
-    found: list[Combination] = []
-    providers: list[Provider] = []
+def _batches(loader: Loader, roots: list[int], query: CandidateQuery,
+             nested: bool, kept: dict[int, CandidateList]
+             ) -> Iterator[Iterator[Item]]:
+    """The candidates of the trees of ``roots``, read a batch of trees at a
+    time, in root order, as each batch is needed: a small limit reads few
+    trees whatever the size of the deployment.  Same candidates, in the
+    same order, as reading every tree at once would give."""
     start, size = 0, FIRST_BATCH
-    while start < len(roots) and len(found) < bound:
-        forest = search.load_trees(conn, classes, roots[start:start + size],
-                                   with_aggregates)
-        assembler = assemble.Assembler(forest, query, nested)
-        more = assemble.select(assembler, limit=bound - len(found),
-                               randomize=False, max_candidates=-1,
-                               strategy=assemble.DEPTH_FIRST)
-        if more:
-            found += more
-            providers += forest.providers.values()
+    while start < len(roots):
+        trees = loader.trees_of_roots(roots[start:start + size])
+        yield _stream(trees, query, nested, kept, assemble.DEPTH_FIRST)
         start, size = start + size, size * 2
-    return Candidates(tuple(found), Forest(providers), query)

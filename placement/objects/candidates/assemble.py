@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from placement.objects.candidates.choices import Choice, Combination, GroupSearch
 from placement.objects.candidates.trees import Forest
@@ -37,6 +37,8 @@ from placement.request_groups import CandidateQuery, RequestGroup
 
 DEPTH_FIRST = "depth-first"
 BREADTH_FIRST = "breadth-first"
+
+Item = TypeVar("Item")
 
 
 class Assembler:
@@ -63,6 +65,7 @@ class Assembler:
         for search in self.searches[1:]:
             anchors &= search.anchors
         self.anchors = sorted(a for a in anchors if self._root_ok(a))
+        self._anchor_set = set(self.anchors)
         self._isolate = query.group_policy == "isolate"
         # Suffixed groups, which isolate keeps on distinct providers.
         self._isolated_groups = [i for i, group in enumerate(query.groups)
@@ -88,6 +91,13 @@ class Assembler:
                        for top in members):
                 return False
         return True
+
+    def candidates_of(self, anchor: int) -> Iterator[Combination]:
+        """The candidates built around the tree of root ``anchor``, in
+        order (none if it cannot anchor one)."""
+        if anchor not in self._anchor_set:
+            return iter(())
+        return self.for_anchor(anchor)
 
     def for_anchor(self, anchor: int) -> Iterator[Combination]:
         """This anchor's candidates, in order."""
@@ -152,11 +162,8 @@ class Assembler:
             search = self.searches[0]
             stream: Iterator[Combination] = ((choice,) for anchor in self.anchors
                       for choice in search.choices(anchor))
-        elif strategy == BREADTH_FIRST:
-            stream = _round_robin([self.for_anchor(a) for a in self.anchors])
         else:
-            stream = itertools.chain.from_iterable(
-                self.for_anchor(a) for a in self.anchors)
+            stream = merge((self.for_anchor(a) for a in self.anchors), strategy)
         if not self.forest.anchors:
             # Without sharing providers every candidate belongs to one
             # anchor only: no duplicates to drop.
@@ -164,7 +171,16 @@ class Assembler:
         return _unique(stream)
 
 
-def _round_robin(streams: list[Iterator[Combination]]) -> Iterator[Combination]:
+def merge(streams: Iterable[Iterator[Item]], strategy: str) -> Iterator[Item]:
+    """One stream of the candidates of each anchor (``streams``, in anchor
+    order): all of the first anchor's, then the next (``depth-first``), or
+    one of each in turn (``breadth-first``)."""
+    if strategy == BREADTH_FIRST:
+        return _round_robin(list(streams))
+    return itertools.chain.from_iterable(streams)
+
+
+def _round_robin(streams: list[Iterator[Item]]) -> Iterator[Item]:
     active = streams
     while active:
         still = []
@@ -191,24 +207,32 @@ def generation_bound(max_candidates: int) -> int | None:
     return max(max_candidates, 1) if max_candidates >= 0 else None
 
 
+def choose(stream: Iterator[Item], *, limit: int | None, randomize: bool,
+           max_candidates: int,
+           shuffle: Callable[[list[Item]], None] = random.shuffle) -> list[Item]:
+    """The candidates of ``stream`` to return.
+
+    ``max_candidates`` (when positive) bounds how many are generated;
+    ``limit`` how many are returned.  Without randomization both just stop
+    the stream early; with it every generated candidate is shuffled
+    before the limit applies.
+    """
+    bound = generation_bound(max_candidates)
+    if not randomize and limit is not None:
+        bound = limit if bound is None else min(bound, limit)
+    chosen = list(itertools.islice(stream, bound))
+    if randomize:
+        shuffle(chosen)
+        if limit is not None:
+            chosen = chosen[:limit]
+    return chosen
+
+
 def select(assembler: Assembler, *, limit: int | None, randomize: bool,
            max_candidates: int, strategy: str,
            shuffle: Callable[[list[Combination]], None] = random.shuffle
            ) -> list[Combination]:
-    """The candidates to return.
-
-    ``max_candidates`` (when positive) bounds how many are generated;
-    ``limit`` how many are returned.  Without randomization both just stop
-    the generators early; with it every generated candidate is shuffled
-    before the limit applies.
-    """
-    stream = assembler.generate(strategy)
-    bound = generation_bound(max_candidates)
-    if not randomize and limit is not None:
-        bound = limit if bound is None else min(bound, limit)
-    combinations = list(itertools.islice(stream, bound))
-    if randomize:
-        shuffle(combinations)
-        if limit is not None:
-            combinations = combinations[:limit]
-    return combinations
+    """The candidates to return of all ``assembler`` can build (see
+    :func:`choose`)."""
+    return choose(assembler.generate(strategy), limit=limit, randomize=randomize,
+                  max_candidates=max_candidates, shuffle=shuffle)

@@ -1,42 +1,65 @@
-"""What the candidate search keeps of each provider between requests.
+"""What the candidate search keeps between requests, per worker.
 
-Reading the inventories and traits of every provider of the trees a query
-touches is most of a search's database time, yet they rarely change: a
-scheduler asks again and again about the same compute nodes.  Every write
-that changes them checks and bumps the provider's generation in the same
-transaction, so an entry stays good as long as the provider's generation
-(and uuid: SQLite and older MySQL may give a deleted provider's id to a
-new one) is the one read at the start of a request.  The entries are read
-only after that generation, so at worst they are newer than it, and a
-newer generation then makes the next request read them again.
+Reading and judging the providers of every tree a query touches is most of
+a search's work, yet between two searches most trees do not change: a
+scheduler asks again and again about the same compute nodes, and each of
+its claims changes one of them.  So the worker keeps three things, each
+valid only while what it was made from is unchanged:
 
-What may change without a generation bump is not kept: usage (removing
-allocations leaves the generation alone), aggregates (before microversion
-1.19 they are written without one) and the provider's place in its tree
-(re-parenting moves a whole subtree).  Resource class names are kept, and
-all entries are dropped when a class id turns up under another name
-(renaming, before microversion 1.7).
+*entries*
+    a provider's inventories and traits.  Every write that changes them
+    checks and bumps the provider's generation in the same transaction, so
+    an entry stays good as long as the provider's generation (and uuid:
+    SQLite and older MySQL may give a deleted provider's id to a new one)
+    is the one the search reads first.  Entries are read after that
+    generation, so at worst they are newer than it, and a newer generation
+    then makes the next search read them again.
+*trees*
+    each :class:`.trees.Tree` as last built, with the state it was built
+    from: its providers' ids, generations, parents, uuids, aggregates and
+    usage, everything that may change without a generation bump included
+    (removing allocations, aggregates written before microversion 1.19,
+    re-parenting).  Every search reads that state afresh; a tree whose
+    state equals the kept one is the kept object itself (:mod:`.loader`).
+*candidates*
+    per recent query, the candidates built around each tree
+    (:mod:`.reuse`).  Without sharing providers they depend on nothing but
+    the query and the tree, so they hold for as long as the tree is the
+    very object they were built from.
+
+Resource class names are kept too, and everything but aggregate uuids
+(which never change) is dropped when a class id turns up under another
+name (renaming, before microversion 1.7).
 
 One cache per database engine, shared by the requests of a worker
-process; entries are never changed once made, so requests in threads may
-share them.  Each worker holds its own: workers share nothing but the
-database, which remains the one authority.
+process; nothing in it is changed once made, so requests in threads may
+share it.  Each worker holds its own: workers share nothing but the
+database, which remains the one authority, read by every search.
 """
 
 from __future__ import annotations
 
+import collections
 import threading
 import weakref
-from typing import Any, NamedTuple
+from typing import Any, Hashable, NamedTuple
 
 import sqlalchemy as sa
 
-from placement.objects.candidates.trees import Inventory
+from placement.objects.candidates.trees import Inventory, Tree
 
-# Providers kept per worker.  Beyond it the cache starts again from empty:
-# it holds only what searches touch, so that happens only when providers
-# come and go a great deal, or on deployments bigger than this.
+# Providers kept per worker, in entries and in trees alike.  Beyond it the
+# cache starts again from empty: it holds only what searches touch, so
+# that happens only when providers come and go a great deal, or on
+# deployments bigger than this.
 MAX_ENTRIES = 100_000
+# Lists of candidates kept (one per tree and query), over all queries;
+# beyond it the queries least recently asked are forgotten.
+MAX_CANDIDATE_LISTS = 50_000
+# Queries whose candidates are kept.
+MAX_QUERIES = 256
+# Distinct aggregate sets kept.
+MAX_AGGREGATE_SETS = 10_000
 
 
 class Entry(NamedTuple):
@@ -52,7 +75,12 @@ class Entry(NamedTuple):
 class ProviderCache:
     def __init__(self) -> None:
         self.entries: dict[int, Entry] = {}
+        # Root id -> (state text, tree): see put_tree.
+        self.trees: dict[int, tuple[str, Tree]] = {}
+        self._tree_providers = 0
+        self.candidates = QueryCandidates()
         self.aggregate_uuids: dict[int, str] = {}
+        self.aggregate_sets: dict[tuple[int, ...], frozenset[str]] = {}
         self._class_names: dict[int, str] = {}
         self._shared: dict[Any, Any] = {}
         # Providers in the trees holding each set of classes, at the last
@@ -70,6 +98,19 @@ class ProviderCache:
             self.entries, self._shared = {}, {}
         self.entries[provider_id] = entry
 
+    def put_tree(self, text: str, tree: Tree) -> None:
+        """Keep ``tree``, read as the state ``text`` (see
+        :func:`.search.parse_state`), in place of the tree of the same
+        root."""
+        before = self.trees.get(tree.root_id)
+        self._tree_providers += len(tree.providers) - (
+            len(before[1].providers) if before is not None else 0)
+        if self._tree_providers > MAX_ENTRIES:
+            self.trees = {}
+            self.candidates.clear()
+            self._tree_providers = len(tree.providers)
+        self.trees[tree.root_id] = (text, tree)
+
     def entry(self, generation: int, uuid: str,
               inventories: dict[str, Inventory], traits: frozenset[str]) -> Entry:
         """An entry whose inventories and traits are the very objects of
@@ -79,6 +120,15 @@ class ProviderCache:
         shared = self._shared
         inventories = shared.setdefault(tuple(inventories.items()), inventories)
         return Entry(generation, uuid, inventories, shared.setdefault(traits, traits))
+
+    def aggregate_set(self, ids: tuple[int, ...], uuids: list[str]
+                      ) -> frozenset[str]:
+        """The set of these aggregate uuids, kept under their ``ids`` and
+        shared by the providers in them."""
+        if len(self.aggregate_sets) >= MAX_AGGREGATE_SETS:
+            self.aggregate_sets = {}
+        found = self.aggregate_sets[ids] = frozenset(uuids)
+        return found
 
     def reads_everyone(self, classes: frozenset[str]) -> bool:
         """Whether a search for these classes had better read every provider
@@ -102,12 +152,50 @@ class ProviderCache:
         return self._class_names == class_names
 
     def check_class_names(self, class_names: dict[int, str]) -> None:
-        """Drop every entry if a class known before has another name now."""
+        """Drop what names classes if a class known before has another
+        name now."""
         known = self._class_names
         if any(known.get(class_id, name) != name
                for class_id, name in class_names.items()):
-            self.entries, self._shared = {}, {}
+            self.entries, self._shared, self.trees = {}, {}, {}
+            self._tree_providers = 0
+            self.candidates.clear()
         self._class_names = dict(class_names)
+
+
+class QueryCandidates:
+    """Per query, a dict of what :mod:`.reuse` keeps for each tree (by
+    root id), for the queries asked most recently."""
+
+    def __init__(self) -> None:
+        self._by_query: collections.OrderedDict[Hashable, dict[int, Any]] = (
+            collections.OrderedDict())
+        self._lock = threading.Lock()
+
+    def of(self, query: Hashable) -> dict[int, Any]:
+        """The lists kept for ``query`` (to read and add to).  Forgets the
+        queries asked least recently when more than MAX_CANDIDATE_LISTS
+        lists, or more than MAX_QUERIES queries, are kept; a search adds at
+        most one list per tree, so that bound is passed by one search's
+        trees at most."""
+        with self._lock:
+            kept = self._by_query.get(query)
+            if kept is None:
+                kept = self._by_query[query] = {}
+            else:
+                self._by_query.move_to_end(query)
+            total = sum(len(lists) for lists in self._by_query.values())
+            while len(self._by_query) > 1 and (
+                    total > MAX_CANDIDATE_LISTS or len(self._by_query) > MAX_QUERIES):
+                _query, lists = self._by_query.popitem(last=False)
+                total -= len(lists)
+            if total > MAX_CANDIDATE_LISTS:
+                kept.clear()
+            return kept
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_query = collections.OrderedDict()
 
 
 _CACHES: weakref.WeakKeyDictionary[sa.engine.Engine, ProviderCache] = (

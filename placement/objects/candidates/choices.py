@@ -187,7 +187,7 @@ class GroupSearch:
             root = provider.root_id
             if tree is not None and root != tree:
                 continue
-            if not sharing and len(trees[root]) == 1:
+            if not sharing and len(trees[root].providers) == 1:
                 # Alone in its tree with nobody sharing: the provider serves
                 # the whole group or nothing (most providers of a flat
                 # deployment, so this is the fast path).  Being its own

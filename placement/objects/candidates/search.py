@@ -2,20 +2,20 @@
 
 1. :func:`check_names` — every resource class, and are the requested
    traits known?  One query for both.
-2. :func:`load_forest` — every provider of the trees that have inventory
-   of a requested class.  One query reads what must be read afresh: each
-   provider's generation and place in its tree, usage and, when the
-   request needs them, aggregates.  Inventories and traits come from the
-   worker's :mod:`.cache`, and two more queries read them only for the
-   providers it lacks or holds at an older generation.  When the last
-   search for the same classes found them in most trees, the first query
-   reads every provider instead, and the trees without those classes are
-   dropped here: narrowing in the database then costs more than it saves.
-   Only when sharing providers turn up do one or two more queries load the
-   trees sharing their aggregates.
-3. Or, when the answer is bounded (``limit``), :func:`candidate_roots`
-   lists those trees and :func:`load_trees` loads them a batch at a time,
-   until enough candidates are found.
+2. ``states`` (:func:`fetch`) — one row per tree that has inventory of a
+   requested class (or per tree named, or per tree): what must be read
+   afresh by every search, since it may change without a generation bump
+   — each provider's generation and place in its tree, its aggregates and
+   usage — as one text.  The worker compares it with the text it read before
+   (:mod:`.loader`, :mod:`.cache`).
+3. ``inventories`` and ``traits`` of the providers the worker holds at an
+   older generation or not at all; the uuids of aggregates it has not seen.
+4. :func:`sharing_neighbour_roots`, only when sharing providers turn up:
+   the trees sharing their aggregates.
+5. Or, when the answer is bounded (``limit``), :func:`candidate_roots`
+   first lists the trees where every requested amount fits somewhere, and
+   their states are read a batch at a time until enough candidates are
+   found.
 
 Everything else (which provider serves which group, combinations, limits)
 happens in memory in :mod:`.assemble`.
@@ -30,8 +30,7 @@ import sqlalchemy as sa
 
 from placement.db import tables
 from placement.objects import capacity
-from placement.objects.candidates import cache as provider_cache
-from placement.objects.candidates.trees import SHARING_TRAIT, Forest, Inventory, Provider
+from placement.objects.candidates.trees import SHARING_TRAIT
 
 _RP = tables.resource_providers
 _INV = tables.inventories
@@ -60,8 +59,14 @@ def check_names(conn: sa.engine.Connection, traits: Sequence[str]
     return found["c"], found["t"]
 
 
+def class_names(conn: sa.engine.Connection) -> dict[int, str]:
+    """Every resource class, by id."""
+    return {class_id: name for class_id, name in conn.execute(
+        sa.select(_RC.c.id, _RC.c.name))}
+
+
 def _roots(by_class: bool) -> Any:
-    """The trees to load: a subquery of the roots of the trees having
+    """The trees to read: a subquery of the roots of the trees having
     inventory of any class of the ``class_ids`` parameter, or the
     ``root_ids`` parameter itself.
 
@@ -82,7 +87,7 @@ def _roots(by_class: bool) -> Any:
     )
 
 
-# _fetch's parameter for statements over every provider.
+# fetch's parameter for statements over every provider.
 EVERYONE = "everyone"
 
 
@@ -96,22 +101,30 @@ def _statement(kind: str, by: str) -> Any:
         return _inventories(sa.bindparam(by, expanding=True))
     if kind == "traits":
         return _traits(sa.bindparam(by, expanding=True))
-    if kind == "aggregates":
-        return _aggregates(_roots(by == "class_ids"))
-    return _states(None if by == EVERYONE else _roots(by == "class_ids"),
-                   with_aggregates=kind == "states_and_aggregates")
+    assert kind == "states", kind
+    return _states(None if by == EVERYONE else _roots(by == "class_ids"))
 
 
-# The rows of _states: (kind, provider id, a, b, c, uuid).
-_PLACE, _USAGE, _MEMBER = "p", "u", "a"
+# The fields of a provider's state (see parse_state).
+ID, GENERATION, PARENT, ROOT, UUID, AGGREGATES, USAGE = range(7)
 
 
-def _states(roots: Any, with_aggregates: bool) -> Any:
-    """What every request reads afresh of the providers of these trees (of
-    all trees when ``roots`` is None): one ``p`` row per provider (id,
-    generation, parent id, root id, uuid), one ``u`` row per provider and
-    class with allocations (class id, used) and, ``with_aggregates``, one
-    ``a`` row per aggregate membership (aggregate id)."""
+def _states(roots: Any) -> Any:
+    """One row per tree of these roots (every tree when ``roots`` is None):
+    the root id, a count of items and a text of them, ``;`` between items,
+    in the database's order, saying all that may change about the tree
+    without a generation bump, and the generations themselves:
+
+    * ``p <id> <generation> <parent id> <uuid>`` for each provider;
+    * ``a <provider id> <aggregate id>`` for each aggregate membership;
+    * ``u <provider id> <class id> <used>`` for each class allocated from
+      a provider.
+
+    One text per tree makes the common case cheap: the worker compares it
+    with the text it read last time, and an equal text means an unchanged
+    tree.  Only the texts of changed trees are taken apart
+    (:func:`parse_state`).
+    """
     chosen: Any = _RP
     if roots is not None:
         chosen = (
@@ -119,22 +132,67 @@ def _states(roots: Any, with_aggregates: bool) -> Any:
                       _RP.c.root_provider_id, _RP.c.uuid)
             .where(_RP.c.root_provider_id.in_(roots))
             .cte("chosen"))
-    no_int, no_text = sa.null().cast(sa.Integer), sa.null().cast(sa.String)
-    places = sa.select(sa.literal(_PLACE).label("kind"), chosen.c.id,
-                       chosen.c.generation, chosen.c.parent_provider_id,
-                       chosen.c.root_provider_id, chosen.c.uuid)
-    usage = (
-        sa.select(sa.literal(_USAGE), _ALLOC.c.resource_provider_id,
-                  _ALLOC.c.resource_class_id,
-                  sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer), no_int,
-                  no_text)
-        .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id))
-    members = sa.select(sa.literal(_MEMBER), _RP_AGGS.c.resource_provider_id,
-                        _RP_AGGS.c.aggregate_id, no_int, no_int, no_text)
-    if roots is not None:
-        usage = usage.join(chosen, chosen.c.id == _ALLOC.c.resource_provider_id)
-        members = members.join(chosen, chosen.c.id == _RP_AGGS.c.resource_provider_id)
-    return sa.union_all(places, usage, *([members] if with_aggregates else []))
+
+    def text(column: Any) -> Any:
+        return sa.cast(column, sa.String)
+
+    root = chosen.c.root_provider_id
+    items = sa.union_all(
+        sa.select(root.label("root"), (
+            "p " + text(chosen.c.id) + " " + text(chosen.c.generation) + " "
+            + sa.func.coalesce(text(chosen.c.parent_provider_id), "") + " "
+            + chosen.c.uuid).label("item")),
+        sa.select(root, "a " + text(_RP_AGGS.c.resource_provider_id) + " "
+                  + text(_RP_AGGS.c.aggregate_id))
+        .join(chosen, chosen.c.id == _RP_AGGS.c.resource_provider_id),
+        sa.select(root, "u " + text(_ALLOC.c.resource_provider_id) + " "
+                  + text(_ALLOC.c.resource_class_id) + " "
+                  + text(sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer)))
+        .join(chosen, chosen.c.id == _ALLOC.c.resource_provider_id)
+        .group_by(root, _ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id),
+    ).subquery("items")
+    return (
+        sa.select(items.c.root, sa.func.count(),
+                  sa.func.aggregate_strings(items.c.item, ";"))
+        .group_by(items.c.root)
+    )
+
+
+def parse_state(root_id: int, count: int, text: str
+                ) -> tuple[tuple[Any, ...], ...]:
+    """A tree's state text as one tuple per provider, in id order: (id,
+    generation, parent id, root id, uuid, aggregate ids, usage), the last
+    two sorted tuples of aggregate ids and of (class id, used) pairs.
+    Raises RuntimeError unless the text has ``count`` items (a database
+    may cut long texts)."""
+    places: list[tuple[int, int, int | None, str]] = []
+    aggregates: dict[int, list[int]] = {}
+    usage: dict[int, list[tuple[int, int]]] = {}
+    items = text.split(";")
+    try:
+        for item in items:
+            kind, provider, *rest = item.split(" ")
+            if kind == "p":
+                generation, parent, uuid = rest
+                places.append((int(provider), int(generation),
+                               int(parent) if parent else None, uuid))
+            elif kind == "a":
+                aggregates.setdefault(int(provider), []).append(int(rest[0]))
+            else:
+                class_id, used = rest
+                usage.setdefault(int(provider), []).append((int(class_id), int(used)))
+    except (ValueError, IndexError):
+        count = -1
+    if len(items) != count:
+        raise RuntimeError(
+            "the state of the tree of provider %d was read cut short (%d "
+            "characters); on MySQL/MariaDB raise max_allowed_packet" % (
+                root_id, len(text)))
+    places.sort()
+    return tuple([
+        (id_, generation, parent, root_id, uuid,
+         tuple(sorted(aggregates.get(id_, ()))), tuple(sorted(usage.get(id_, ()))))
+        for id_, generation, parent, uuid in places])
 
 
 def _inventories(provider_ids: Any) -> sa.Select[Any]:
@@ -156,162 +214,39 @@ def _traits(provider_ids: Any) -> sa.Select[Any]:
     )
 
 
-def _aggregates(roots: Any) -> sa.Select[Any]:
-    return (
-        sa.select(_RP_AGGS.c.resource_provider_id,
-                  sa.literal("a").label("kind"), _AGGS.c.uuid.label("value"))
-        .join(_AGGS, _AGGS.c.id == _RP_AGGS.c.aggregate_id)
-        .join(_RP, _RP.c.id == _RP_AGGS.c.resource_provider_id)
-        .where(_RP.c.root_provider_id.in_(roots))
-    )
+def aggregate_uuids(conn: sa.engine.Connection, ids: Sequence[int]
+                    ) -> list[tuple[int, str]]:
+    """``(id, uuid)`` of these aggregates."""
+    found: list[tuple[int, str]] = []
+    for chunk in chunks(sorted(ids)):
+        found += conn.execute(sa.select(_AGGS.c.id, _AGGS.c.uuid).where(
+            _AGGS.c.id.in_(chunk))).all()
+    return found
 
 
-def _sharing_neighbour_roots(sharing_ids: list[int]) -> sa.Select[Any]:
+def sharing_neighbour_roots(conn: sa.engine.Connection, sharing_ids: list[int]
+                            ) -> list[int]:
     """Roots of trees with a provider in an aggregate of these providers."""
     member = _RP.alias("member")
     mine = _RP_AGGS.alias("mine")
     theirs = _RP_AGGS.alias("theirs")
-    return (
+    return [root for (root,) in conn.execute(
         sa.select(member.c.root_provider_id).distinct()
         .join(theirs, theirs.c.resource_provider_id == member.c.id)
         .join(mine, mine.c.aggregate_id == theirs.c.aggregate_id)
-        .where(mine.c.resource_provider_id.in_(sharing_ids))
-    )
+        .where(mine.c.resource_provider_id.in_(sharing_ids)))]
 
 
-def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
+def chunks(ids: Sequence[int]) -> Iterator[list[int]]:
     for start in range(0, len(ids), _CHUNK):
         yield list(ids[start:start + _CHUNK])
 
 
-class _Loader:
-    """Loads trees into one request's providers, through the worker's
-    :mod:`.cache` of provider contents."""
-
-    def __init__(self, conn: sa.engine.Connection, classes: dict[str, int]) -> None:
-        self.conn = conn
-        self.class_names = {class_id: name for name, class_id in classes.items()}
-        self.cache = provider_cache.of(conn.engine)
-        self.cache.check_class_names(self.class_names)
-        self.providers: dict[int, Provider] = {}
-
-    def class_name(self, class_id: int) -> str:
-        """The name of a class, reading the classes again for one created
-        since :func:`check_names` (a writer may have added it, with
-        inventory or allocations, while this search ran)."""
-        name = self.class_names.get(class_id)
-        if name is None:
-            self.class_names = {
-                class_id: name for class_id, name in self.conn.execute(
-                    sa.select(_RC.c.id, _RC.c.name))}
-            self.cache.check_class_names(self.class_names)
-            name = self.class_names[class_id]
-        return name
-
-    def load(self, params: dict[str, list[int]], with_aggregates: bool,
-             holding: frozenset[str] | None = None) -> None:
-        """Add the providers of the trees ``params`` names; with ``holding``,
-        only of the trees with inventory of one of those classes."""
-        places: list[tuple[Any, ...]] = []
-        usage: dict[int, list[tuple[int, int]]] = {}
-        members: dict[int, list[int]] = {}
-        for row in _fetch(self.conn, "states_and_aggregates" if with_aggregates
-                          else "states", params):
-            kind = row[0]
-            if kind == _PLACE:
-                places.append(row)
-            elif kind == _USAGE:
-                usage.setdefault(row[1], []).append((row[2], row[3]))
-            else:
-                members.setdefault(row[1], []).append(row[2])
-        contents = self._contents(places)
-        aggregate_uuids = self._aggregate_uuids(members)
-        # Like providers share one aggregate set, as they share inventory
-        # dicts and trait sets (ProviderCache.entry).
-        aggregate_sets: dict[frozenset[int], frozenset[str]] = {}
-        if holding is not None:
-            holds: dict[int, bool] = {}  # by shared inventory dict
-            kept = set()
-            for _kind, pid, _gen, _parent, root, _uuid in places:
-                inventories = contents[pid].inventories
-                held = holds.get(id(inventories))
-                if held is None:
-                    held = holds[id(inventories)] = not holding.isdisjoint(inventories)
-                if held:
-                    kept.add(root)
-            places = [place for place in places if place[4] in kept]
-        for _kind, provider_id, _generation, parent_id, root_id, uuid in places:
-            inventories = contents[provider_id].inventories
-            used = usage.get(provider_id)
-            if used:
-                inventories = dict(inventories)
-                for class_id, amount in used:
-                    name = self.class_name(class_id)
-                    inventory = inventories.get(name)
-                    if inventory is not None:
-                        inventories[name] = inventory._replace(used=amount)
-            aggregates: frozenset[str] = frozenset()
-            in_aggregates = members.get(provider_id)
-            if in_aggregates:
-                ids = frozenset(in_aggregates)
-                aggregates = aggregate_sets.get(ids) or aggregate_sets.setdefault(
-                    ids, frozenset([aggregate_uuids[a] for a in ids]))
-            self.providers[provider_id] = Provider(
-                provider_id, uuid, parent_id, root_id, inventories,
-                contents[provider_id].traits, aggregates)
-
-    def _contents(self, places: list[tuple[Any, ...]]) -> dict[int, provider_cache.Entry]:
-        """The cached entry of each provider, read afresh where it is
-        missing or older than the generation read."""
-        cache = self.cache
-        found: dict[int, provider_cache.Entry] = {}
-        stale: dict[int, tuple[int, str]] = {}
-        for _kind, provider_id, generation, _parent, _root, uuid in places:
-            entry = cache.get(provider_id, generation, uuid)
-            if entry is None:
-                stale[provider_id] = (generation, uuid)
-            else:
-                found[provider_id] = entry
-        make_tuple = tuple.__new__
-        class_name = self.class_name
-        for chunk in _chunks(sorted(stale)):
-            params = {"provider_ids": chunk}
-            inventories: dict[int, dict[str, Inventory]] = {p: {} for p in chunk}
-            # tuple.__new__ directly: Inventory._make is a Python-level
-            # call, and this loop runs once per inventory row.
-            for row in _fetch(self.conn, "inventories", params):
-                inventories[row[0]][class_name(row[1])] = make_tuple(
-                    Inventory, (*row[2:], 0))
-            traits: dict[int, set[str]] = {}
-            for provider_id, name in _fetch(self.conn, "traits", params):
-                traits.setdefault(provider_id, set()).add(name)
-            keep = cache.names_classes_as(self.class_names)
-            for provider_id in chunk:
-                generation, uuid = stale[provider_id]
-                entry = cache.entry(generation, uuid, inventories[provider_id],
-                                    frozenset(traits.get(provider_id, ())))
-                if keep:
-                    cache.put(provider_id, entry)
-                found[provider_id] = entry
-        return found
-
-    def _aggregate_uuids(self, members: dict[int, list[int]]) -> dict[int, str]:
-        """Aggregate id -> uuid for every aggregate in ``members``; the rows
-        of placement_aggregates never change, so they are kept."""
-        known = self.cache.aggregate_uuids
-        missing = {a for ids in members.values() for a in ids} - known.keys()
-        if missing:
-            known.update(self.conn.execute(
-                sa.select(_AGGS.c.id, _AGGS.c.uuid).where(
-                    _AGGS.c.id.in_(sorted(missing)))).all())
-        return known
-
-
-# Compiled SQL text by (dialect, statement, ids); bounded, see _fetch.
+# Compiled SQL text by (dialect, statement, ids); bounded, see fetch.
 _SQL: dict[tuple[Any, ...], str] = {}
 
 
-def _fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
+def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
            ) -> list[tuple[Any, ...]]:
     """The rows of one of the search statements as plain tuples.
 
@@ -396,44 +331,3 @@ def _sharing_with_classes() -> sa.Select[Any]:
                    sa.bindparam("class_ids", expanding=True)))
         .limit(1)
     )
-
-
-def load_trees(conn: sa.engine.Connection, classes: dict[str, int],
-               roots: list[int], with_aggregates: bool) -> Forest:
-    """These trees, fully loaded (no sharing provider may be among them).
-    ``classes`` maps every class name to its id (:func:`check_names`)."""
-    loader = _Loader(conn, classes)
-    for chunk in _chunks(roots):
-        loader.load({"root_ids": chunk}, with_aggregates)
-    return Forest(loader.providers.values())
-
-
-def load_forest(conn: sa.engine.Connection, classes: dict[str, int],
-                class_ids: Sequence[int], with_aggregates: bool) -> Forest:
-    """Every tree that may take part in a candidate, fully loaded.
-
-    Those are the trees with inventory of a requested class and, when some
-    of their providers share inventory, the trees in the same aggregates.
-    Aggregates are loaded when ``with_aggregates`` is true (member_of) or
-    sharing providers are involved.
-    """
-    loader = _Loader(conn, classes)
-    providers = loader.providers
-    params = {"class_ids": sorted(set(class_ids))}
-    wanted = frozenset(loader.class_name(class_id) for class_id in class_ids)
-    if loader.cache.reads_everyone(wanted):
-        loader.load({EVERYONE: []}, with_aggregates, holding=wanted)
-    else:
-        loader.load(params, with_aggregates)
-    loader.cache.reached(wanted, len(providers))
-    sharing = [p.id for p in providers.values() if SHARING_TRAIT in p.traits]
-    if sharing:
-        if not with_aggregates:
-            for provider_id, _kind, agg_uuid in _fetch(conn, "aggregates", params):
-                providers[provider_id].add_aggregate(agg_uuid)
-        known = {p.root_id for p in providers.values()}
-        more = [root for (root,) in conn.execute(
-            _sharing_neighbour_roots(sharing)).all() if root not in known]
-        for chunk in _chunks(more):
-            loader.load({"root_ids": chunk}, True)
-    return Forest(providers.values())

@@ -7,10 +7,13 @@ including those that give nothing to the request.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING
 
 from placement.objects.candidates.choices import Combination
-from placement.objects.candidates.trees import Forest, Provider
+from placement.objects.candidates.trees import Provider, Tree
+
+if TYPE_CHECKING:
+    from placement.objects.candidates import Candidates
 
 
 def allocations(combination: Combination) -> dict[int, dict[str, int]]:
@@ -26,15 +29,20 @@ def allocations(combination: Combination) -> dict[int, dict[str, int]]:
     return merged
 
 
-def summarised(forest: Forest, combinations: Iterable[Combination],
-               whole_trees: bool) -> list[Provider]:
-    """The providers to summarise, by id."""
+def trees_shown(found: Candidates) -> list[Tree]:
+    """The trees the candidates take from, by root id: their providers are
+    the ones summarised from 1.29."""
+    trees = found.forest.trees
+    return [trees[root] for root in sorted(trees)]
+
+
+def providers_shown(found: Candidates) -> list[Provider]:
+    """The providers the candidates take from, by id: the ones summarised
+    before 1.29."""
     used: set[int] = set()
-    for combination in combinations:
+    for combination in found.combinations:
         for choice in combination:
             for pid, _name, _amount in choice.allocations:
                 used.add(pid)
-    if whole_trees:
-        roots = {forest.providers[pid].root_id for pid in used}
-        used = {pid for root in roots for pid in forest.trees[root]}
-    return [forest.providers[pid] for pid in sorted(used)]
+    providers = found.forest.providers
+    return [providers[pid] for pid in sorted(used)]

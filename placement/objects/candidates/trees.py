@@ -1,19 +1,20 @@
-"""The providers a candidate search works on, held in memory for one request.
+"""The providers a candidate search works on, held in memory.
 
-:mod:`.search` loads every provider of the trees that may take part in a
-candidate (and the sharing providers they can use) into a :class:`Forest`;
-:mod:`.assemble` then works on it without touching the database again.
+:mod:`.loader` reads every provider of the trees that may take part in a
+candidate (and of the trees sharing providers serve) into :class:`Tree`
+objects, which make a :class:`Forest`; :mod:`.assemble` then works on it
+without touching the database again.
 
-The providers of a forest belong to one request, so the classes are plain
-(mutable, slotted) for speed; but their inventory dicts and trait sets
-may come from the worker's :mod:`.cache` and be shared with other
-requests: they are never changed once made.  What leaves the package is
-immutable.
+A tree that has not changed since an earlier search is that search's very
+object, kept by the worker (see :mod:`.cache`): trees, providers, their
+inventory dicts, trait and aggregate sets may all be shared by requests,
+so nothing is changed once made.  The classes are plain (slotted) for
+speed; that rule keeps them safe.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 # Providers with this trait share their inventory with every tree that has
 # a provider in one of their aggregates.
@@ -56,11 +57,8 @@ class Inventory(NamedTuple):
 
 
 class Provider:
-    """One provider: its place in its tree, inventories, traits and aggregates.
-
-    ``aggregates`` starts as one shared empty set when none were read and
-    gets a set of its own on the first :meth:`add_aggregate`.
-    """
+    """One provider: its place in its tree, inventories (with what is used
+    of them), traits and aggregates (uuids)."""
 
     __slots__ = ("id", "uuid", "parent_id", "root_id", "inventories",
                  "traits", "aggregates")
@@ -68,7 +66,7 @@ class Provider:
     def __init__(self, id: int, uuid: str, parent_id: int | None, root_id: int,
                  inventories: dict[str, Inventory] | None = None,
                  traits: frozenset[str] = frozenset(),
-                 aggregates: set[str] | frozenset[str] = frozenset()) -> None:
+                 aggregates: frozenset[str] = frozenset()) -> None:
         self.id = id
         self.uuid = uuid
         self.parent_id = parent_id
@@ -77,39 +75,72 @@ class Provider:
         self.traits = traits
         self.aggregates = aggregates
 
-    def add_aggregate(self, uuid: str) -> None:
-        if not self.aggregates:
-            self.aggregates = {uuid}
-        else:
-            self.aggregates.add(uuid)  # type: ignore[union-attr]
-
     @property
     def is_sharing(self) -> bool:
         return SHARING_TRAIT in self.traits
 
 
-class Forest:
-    """Providers by id, grouped in trees, and who shares with whom.
+class Tree:
+    """The providers of one tree, as one search read them.
 
-    ``trees`` maps a root id to the ids of its providers (root first, then by
-    id).  ``anchors`` maps a sharing provider to the roots of the trees it
+    ``state`` is what the database said of the tree (one row per provider,
+    see :func:`.search.states`): the worker keeps the tree and compares
+    the next read of it with ``state``; while they are equal, the tree and
+    whatever was derived from it still hold (see :mod:`.cache`).  Trees
+    may thus be shared by searches and are never changed once made;
+    ``memo`` is where callers keep what they derive from one, by a key of
+    their own.
+    """
+
+    __slots__ = ("root_id", "providers", "state", "classes", "sharing", "memo")
+
+    def __init__(self, providers: Iterable[Provider], state: Any = None) -> None:
+        by_id = {p.id: p for p in providers}
+        self.providers: dict[int, Provider] = {pid: by_id[pid] for pid in sorted(by_id)}
+        self.root_id = next(iter(self.providers.values())).root_id
+        self.state = state
+        # Every class some provider of the tree has inventory of.
+        self.classes = frozenset(
+            name for p in self.providers.values() for name in p.inventories)
+        self.sharing = any(p.is_sharing for p in self.providers.values())
+        self.memo: dict[Any, Any] = {}
+
+
+def trees_of(providers: Iterable[Provider]) -> list[Tree]:
+    """Providers grouped into their trees, by root id."""
+    by_root: dict[int, list[Provider]] = {}
+    for provider in providers:
+        by_root.setdefault(provider.root_id, []).append(provider)
+    return [Tree(by_root[root]) for root in sorted(by_root)]
+
+
+class Forest:
+    """The trees a search works on, their providers by id, and who shares
+    with whom.
+
+    ``trees`` maps a root id to its :class:`Tree` (whose providers are in id
+    order).  ``anchors`` maps a sharing provider to the roots of the trees it
     shares with: its own and that of every provider in one of its
     aggregates.
     """
 
-    def __init__(self, providers: Iterable[Provider]) -> None:
-        self.providers: dict[int, Provider] = {p.id: p for p in providers}
-        trees: dict[int, list[int]] = {}
-        for provider_id in sorted(self.providers):
-            provider = self.providers[provider_id]
-            trees.setdefault(provider.root_id, []).append(provider_id)
-        self.trees = trees
-        self.anchors: dict[int, list[int]] = self._sharing_anchors()
+    def __init__(self, trees: Iterable[Tree]) -> None:
+        self.trees: dict[int, Tree] = {tree.root_id: tree for tree in trees}
+        providers: dict[int, Provider] = {}
+        for tree in self.trees.values():
+            providers.update(tree.providers)
+        self.providers = providers
+        self.anchors: dict[int, list[int]] = (
+            self._sharing_anchors()
+            if any(tree.sharing for tree in self.trees.values()) else {})
+
+    @classmethod
+    def of(cls, providers: Iterable[Provider]) -> Forest:
+        """A forest of loose providers, grouped into trees here."""
+        return cls(trees_of(providers))
 
     def _sharing_anchors(self) -> dict[int, list[int]]:
         sharing = [p for p in self.providers.values() if p.is_sharing]
-        if not sharing:
-            return {}
         roots_by_aggregate: dict[str, set[int]] = {}
         for provider in self.providers.values():
             for aggregate in provider.aggregates:

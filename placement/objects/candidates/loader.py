@@ -1,0 +1,206 @@
+"""Reading trees for a candidate search, reusing what the worker holds.
+
+A search reads the state of the trees that may take part (one query, one
+text per tree, :mod:`.search`) and turns each into a :class:`Tree`:
+
+* a tree whose state equals the one the worker read last time is that
+  same :class:`Tree` object, with its providers and everything derived
+  from it (:mod:`.cache` says why that is safe);
+* any other tree is built afresh, its providers' inventories and traits
+  coming from the worker's entries when their generation and uuid still
+  match, else read in two more queries for all such providers at once.
+
+When the last search for the same classes found them in most trees, the
+state of every tree is read instead of asking the database to narrow
+them, and the trees without those classes are dropped here: narrowing
+then costs the database more than it saves.  Sharing providers bring in
+the trees sharing their aggregates (one or two more queries).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Sequence
+
+import sqlalchemy as sa
+
+from placement.objects.candidates import cache as provider_cache
+from placement.objects.candidates import search
+from placement.objects.candidates.trees import Inventory, Provider, Tree
+
+_NO_AGGREGATES: frozenset[str] = frozenset()
+
+
+class Loader:
+    """Reads trees into :class:`Tree` objects for one search, through the
+    worker's :class:`.cache.ProviderCache`."""
+
+    def __init__(self, conn: sa.engine.Connection, classes: dict[str, int]) -> None:
+        self.conn = conn
+        self.class_names = {class_id: name for name, class_id in classes.items()}
+        self.cache = provider_cache.of(conn.engine)
+        self.cache.check_class_names(self.class_names)
+
+    def class_name(self, class_id: int) -> str:
+        """The name of a class, reading the classes again for one created
+        since :func:`.search.check_names` (a writer may have added it, with
+        inventory or allocations, while this search ran)."""
+        name = self.class_names.get(class_id)
+        if name is None:
+            self.class_names = search.class_names(self.conn)
+            self.cache.check_class_names(self.class_names)
+            name = self.class_names[class_id]
+        return name
+
+    def relevant_trees(self, class_ids: Sequence[int]) -> list[Tree]:
+        """Every tree that may take part in a candidate, by root id.
+
+        Those are the trees with inventory of a requested class and, when
+        some of their providers share inventory, the trees in the same
+        aggregates.
+        """
+        wanted = frozenset(self.class_name(class_id) for class_id in class_ids)
+        if self.cache.reads_everyone(wanted):
+            trees = [tree for tree in self.trees({search.EVERYONE: []})
+                     if not wanted.isdisjoint(tree.classes)]
+        else:
+            trees = self.trees({"class_ids": sorted(set(class_ids))})
+        self.cache.reached(wanted, sum(len(tree.providers) for tree in trees))
+        sharing = [p.id for tree in trees if tree.sharing
+                   for p in tree.providers.values() if p.is_sharing]
+        if sharing:
+            known = {tree.root_id for tree in trees}
+            more = [root for root in search.sharing_neighbour_roots(self.conn, sharing)
+                    if root not in known]
+            for chunk in search.chunks(sorted(more)):
+                trees += self.trees({"root_ids": chunk})
+            trees.sort(key=operator.attrgetter("root_id"))
+        return trees
+
+    def trees_of_roots(self, roots: Sequence[int]) -> list[Tree]:
+        """These trees, in root id order."""
+        trees: list[Tree] = []
+        for chunk in search.chunks(roots):
+            trees += self.trees({"root_ids": chunk})
+        return trees
+
+    def trees(self, params: dict[str, list[int]]) -> list[Tree]:
+        """The trees ``params`` names (see :func:`.search.fetch`), in root id
+        order: the worker's own where their state is unchanged."""
+        rows = search.fetch(self.conn, "states", params)
+        rows.sort()
+        cache = self.cache
+        trees: list[Tree | None] = []
+        changed: list[tuple[int, str, tuple[tuple[Any, ...], ...]]] = []
+        for root, count, text in rows:
+            kept = cache.trees.get(root)
+            if kept is not None and kept[0] == text:
+                # Equal to a text that was whole when it was taken apart.
+                trees.append(kept[1])
+                continue
+            state = search.parse_state(root, count, text)
+            if kept is not None and kept[1].state == state:
+                # The same tree, its providers listed in another order.
+                cache.put_tree(text, kept[1])
+                trees.append(kept[1])
+                continue
+            changed.append((len(trees), text, state))
+            trees.append(None)
+        if changed:
+            built = self._build([state for _index, _text, state in changed])
+            keep = cache.names_classes_as(self.class_names)
+            for (index, text, _state), tree in zip(changed, built, strict=True):
+                trees[index] = tree
+                if keep:
+                    cache.put_tree(text, tree)
+        return trees  # type: ignore[return-value]  # every None replaced
+
+    def _build(self, states: list[tuple[tuple[Any, ...], ...]]) -> list[Tree]:
+        """Trees made from their states (see :func:`.search.parse_state`)."""
+        rows = [row for state in states for row in state]
+        entries = self._entries(rows)
+        aggregate_sets = self._aggregate_sets(rows)
+        class_name = self.class_name
+        trees = []
+        for state in states:
+            providers = []
+            for (provider_id, _generation, parent_id, root_id, uuid, aggregates,
+                 usage) in state:
+                entry = entries[provider_id]
+                inventories = entry.inventories
+                if usage:
+                    inventories = dict(inventories)
+                    for class_id, used in usage:
+                        name = class_name(class_id)
+                        inventory = inventories.get(name)
+                        if inventory is not None:
+                            inventories[name] = inventory._replace(used=used)
+                providers.append(Provider(
+                    provider_id, uuid, parent_id, root_id, inventories,
+                    entry.traits,
+                    aggregate_sets[aggregates] if aggregates else _NO_AGGREGATES))
+            trees.append(Tree(providers, state))
+        return trees
+
+    def _entries(self, rows: list[tuple[Any, ...]]
+                 ) -> dict[int, provider_cache.Entry]:
+        """The cached entry of each provider, read afresh where it is
+        missing or older than the generation read."""
+        cache = self.cache
+        found: dict[int, provider_cache.Entry] = {}
+        stale: dict[int, tuple[int, str]] = {}
+        for row in rows:
+            provider_id, generation, uuid = (
+                row[search.ID], row[search.GENERATION], row[search.UUID])
+            entry = cache.get(provider_id, generation, uuid)
+            if entry is None:
+                stale[provider_id] = (generation, uuid)
+            else:
+                found[provider_id] = entry
+        make_tuple = tuple.__new__
+        class_name = self.class_name
+        for chunk in search.chunks(sorted(stale)):
+            params = {"provider_ids": chunk}
+            inventories: dict[int, dict[str, Inventory]] = {p: {} for p in chunk}
+            # tuple.__new__ directly: Inventory._make is a Python-level
+            # call, and this loop runs once per inventory row.
+            for row in search.fetch(self.conn, "inventories", params):
+                inventories[row[0]][class_name(row[1])] = make_tuple(
+                    Inventory, (*row[2:], 0))
+            traits: dict[int, set[str]] = {}
+            for provider_id, name in search.fetch(self.conn, "traits", params):
+                traits.setdefault(provider_id, set()).add(name)
+            keep = cache.names_classes_as(self.class_names)
+            for provider_id in chunk:
+                generation, uuid = stale[provider_id]
+                entry = cache.entry(generation, uuid, inventories[provider_id],
+                                    frozenset(traits.get(provider_id, ())))
+                if keep:
+                    cache.put(provider_id, entry)
+                found[provider_id] = entry
+        return found
+
+    def _aggregate_sets(self, rows: list[tuple[Any, ...]]
+                        ) -> dict[tuple[int, ...], frozenset[str]]:
+        """The aggregate uuids of each tuple of aggregate ids among ``rows``.
+        Like providers share one set, as they share inventory dicts and
+        trait sets (:meth:`.cache.ProviderCache.entry`)."""
+        cache = self.cache
+        found: dict[tuple[int, ...], frozenset[str]] = {}
+        missing = []
+        for ids in {row[search.AGGREGATES] for row in rows}:
+            if not ids:
+                continue
+            known = cache.aggregate_sets.get(ids)
+            if known is None:
+                missing.append(ids)
+            else:
+                found[ids] = known
+        if missing:
+            uuids = cache.aggregate_uuids
+            unknown = {a for ids in missing for a in ids} - uuids.keys()
+            if unknown:
+                uuids.update(search.aggregate_uuids(self.conn, sorted(unknown)))
+            for ids in missing:
+                found[ids] = cache.aggregate_set(ids, [uuids[a] for a in ids])
+        return found

@@ -1,0 +1,119 @@
+"""Candidates of unchanged trees, reused from earlier searches.
+
+Without sharing providers, every candidate is built around one tree from
+that tree's providers alone, and which candidates a tree gives depends on
+nothing but the query and the tree: its providers' inventories, usage,
+traits, aggregates and places, all of which its state rows say
+(:mod:`.cache`).  So the worker keeps, for each recent query, the
+candidates of each tree together with the :class:`.trees.Tree` object they
+came from.  A later search of the same query takes them as they are for
+every tree that is still that very object, and builds the others; a
+scheduler's claim changes one tree, so its next search builds one.
+
+Only the first :data:`KEPT_PER_TREE` candidates of a tree are kept; a
+search needing more of a tree with more builds it again.  The kept lists
+also carry a ``memo`` where the response keeps their JSON text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any, Callable, Hashable, Iterator, Sequence
+
+from placement.objects.candidates.assemble import Assembler
+from placement.objects.candidates.choices import Combination
+from placement.objects.candidates.trees import Forest, Tree
+from placement.request_groups import CandidateQuery
+
+# Candidates kept per tree and query: a host's are few (one or two per NUMA
+# node and device), but a host of many like devices asked for several of
+# them may have thousands.
+KEPT_PER_TREE = 64
+
+
+class CandidateList:
+    """Candidates in answer order, and the trees they take providers from.
+
+    A tree's list holds the candidates built around it: all of them when
+    ``complete``, else the first ones.  Candidates that are not kept
+    (sharing providers) come one per list.  ``memo`` is where callers
+    keep what they derive from the candidates, by a key of their own.
+    """
+
+    __slots__ = ("trees", "combinations", "complete", "memo")
+
+    def __init__(self, trees: tuple[Tree, ...], combinations: tuple[Combination, ...],
+                 complete: bool = True) -> None:
+        self.trees = trees
+        self.combinations = combinations
+        self.complete = complete
+        self.memo: dict[Any, Any] = {}
+
+
+# One candidate of an answer: a list and the index of the candidate in it.
+Item = tuple[CandidateList, int]
+
+
+def query_key(query: CandidateQuery, nested: bool) -> Hashable:
+    """What the candidates of a tree depend on besides the tree: the query
+    (but its limit, which only says how many are returned) and whether
+    candidates may take several providers of a tree."""
+    return dataclasses.replace(query, limit=None), nested
+
+
+def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
+                 kept: dict[int, CandidateList]) -> list[Iterator[Item]]:
+    """The candidates of each tree, in the order given, as items.
+
+    ``kept`` holds the lists of earlier searches of this query by root id
+    (:meth:`.cache.QueryCandidates.of`); lists built here are added to it.
+    Nothing is built before a stream is read, so a limit bounds the work.
+    The trees must not include sharing providers.
+    """
+    # Lists reused as they are, taken now: another request may replace
+    # kept ones while these streams are read.
+    reused = {tree.root_id: listed for tree in trees
+              if (listed := kept.get(tree.root_id)) is not None
+              and listed.trees[0] is tree and listed.complete}
+    assembler: list[Assembler] = []
+
+    def candidates_of(tree: Tree) -> Iterator[Combination]:
+        # One assembler for every tree not reused, on first need: it
+        # judges providers once for all of them.
+        if not assembler:
+            assembler.append(Assembler(
+                Forest([t for t in trees if t.root_id not in reused]),
+                query, nested))
+        return assembler[0].candidates_of(tree.root_id)
+
+    return [_items(tree, reused.get(tree.root_id), kept, candidates_of)
+            for tree in trees]
+
+
+def _items(tree: Tree, listed: CandidateList | None,
+           kept: dict[int, CandidateList],
+           candidates_of: Callable[[Tree], Iterator[Combination]]
+           ) -> Iterator[Item]:
+    if listed is None:
+        first = tuple(itertools.islice(candidates_of(tree), KEPT_PER_TREE + 1))
+        listed = CandidateList((tree,), first[:KEPT_PER_TREE],
+                               complete=len(first) <= KEPT_PER_TREE)
+        kept[tree.root_id] = listed
+    for index in range(len(listed.combinations)):
+        yield listed, index
+    if not listed.complete:
+        for combination in itertools.islice(
+                candidates_of(tree), KEPT_PER_TREE, None):
+            yield CandidateList(listed.trees, (combination,)), 0
+
+
+def single(combinations: Iterator[Combination], forest: Forest) -> Iterator[Item]:
+    """Candidates of ``forest`` that are not kept (sharing providers), as
+    items."""
+    providers, trees = forest.providers, forest.trees
+    for combination in combinations:
+        roots = sorted({providers[pid].root_id for choice in combination
+                        for pid, _name, _amount in choice.allocations})
+        yield CandidateList(tuple([trees[root] for root in roots]),
+                            (combination,)), 0
