@@ -60,7 +60,17 @@ _MARKS = {field: "MARK-%s-f0e1d2c3" % field
 def _list_body(providers: list[rp_obj.ResourceProvider],
                version: tuple[int, int], script_name: str) -> bytes:
     """The JSON of a provider list, byte for byte what json.dumps would
-    write for the rendered providers.
+    write for the rendered providers."""
+    return _joined(_provider_texts(providers, version, script_name))
+
+
+def _joined(texts: list[str]) -> bytes:
+    return ('{"resource_providers": [%s]}' % ", ".join(texts)).encode()
+
+
+def _provider_texts(providers: list[rp_obj.ResourceProvider],
+                    version: tuple[int, int], script_name: str) -> list[str]:
+    """The JSON text of each provider of a list.
 
     Lists run to thousands of providers, each with up to six links; one
     provider serialised with stand-in fields becomes a format string, so
@@ -69,8 +79,8 @@ def _list_body(providers: list[rp_obj.ResourceProvider],
     """
     if "MARK-" in script_name:
         # The stand-ins would be ambiguous; such mount points are theory.
-        return responses.dumps({"resource_providers": [
-            render_provider(p, version, script_name) for p in providers]})
+        return [responses.dumps(render_provider(p, version, script_name)).decode()
+                for p in providers]
     sample = rp_obj.ResourceProvider(
         id=0, uuid=_MARKS["uuid"], name=_MARKS["name"], generation=0,
         parent_uuid=_MARKS["parent"], root_uuid=_MARKS["root"], parent_id=None,
@@ -85,12 +95,28 @@ def _list_body(providers: list[rp_obj.ResourceProvider],
         template = template.replace('"%s"' % mark, "{%s}" % field)
         template = template.replace(mark, "{%s_text}" % field)
     dumps = responses.dumps
-    items = [template.format(
+    return [template.format(
         uuid='"%s"' % p.uuid, uuid_text=p.uuid, name=dumps(p.name).decode(),
         generation=p.generation,
         parent=dumps(p.parent_uuid).decode(),
         root='"%s"' % p.root_uuid) for p in providers]
-    return ('{"resource_providers": [%s]}' % ", ".join(items)).encode()
+
+
+def _listed_body(listed: list[provider_filter.ListedProvider],
+                 version: tuple[int, int], script_name: str) -> bytes:
+    """The JSON of a provider list, each provider's text taken from its
+    memo when an earlier list at this microversion and mount point wrote
+    it: the list keeps providers that have not changed (see
+    objects.provider_filter)."""
+    key = ("provider list", version, script_name)
+    texts: list[str | None] = [known.memo.get(key) for known in listed]
+    missing = [i for i, text in enumerate(texts) if text is None]
+    if missing:
+        fresh = _provider_texts([listed[i].provider for i in missing], version,
+                                script_name)
+        for i, text in zip(missing, fresh, strict=True):
+            texts[i] = listed[i].memo[key] = text
+    return _joined(texts)  # type: ignore[arg-type]  # every None replaced
 
 
 def _modified(provider: rp_obj.ResourceProvider) -> Any:
@@ -124,7 +150,7 @@ def list_providers(req: PlacementRequest) -> webob.Response:
     req.authorize(policies.resource_provider.LIST)
     filters = _filters(req)
     try:
-        providers = provider_filter.list_providers(req.ctx, filters)
+        listed = provider_filter.list_providers(req.ctx, filters)
     except exceptions.ResourceClassNotFound as exc:
         raise errors.BadRequest(
             "Invalid resource class in resources parameter: %s" % exc) from None
@@ -132,8 +158,8 @@ def list_providers(req: PlacementRequest) -> webob.Response:
         raise errors.BadRequest(
             'Invalid trait(s) in "required" parameter: %s' % exc) from None
     return responses.json(
-        req, None, body=_list_body(providers, req.version, req.script_name),
-        last_modified=responses.newest(_modified(p) for p in providers))
+        req, None, body=_listed_body(listed, req.version, req.script_name),
+        last_modified=responses.newest([known.modified for known in listed]))
 
 
 def create_provider(req: PlacementRequest) -> webob.Response:

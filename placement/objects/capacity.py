@@ -1,15 +1,15 @@
-"""Free capacity in SQL, the one definition both database-side filters use.
+"""Free capacity in SQL, for narrowing a bounded candidate search.
 
 An inventory can take ``amount`` more units of its class when the amount
 lies within ``min_unit``..``max_unit``, is a multiple of ``step_size`` and
 ``used + amount <= (total - reserved) * allocation_ratio``.
 
-``GET /resource_providers?resources=`` asks the database for providers
-that fit every amount; the allocation candidate search asks it for the
-trees where each amount fits on some provider, before loading them.  Once
-loaded, the candidate search applies the same rule to each row in Python
-(:meth:`placement.objects.candidates.trees.Inventory.fits`), where it also
-has to combine amounts.
+With a ``limit``, the allocation candidate search asks the database for
+the trees where each amount fits on some provider, and reads only those,
+a batch at a time.  Everywhere else the same rule is applied in Python
+(:meth:`placement.objects.candidates.trees.Inventory.fits`): by the
+candidate search on the trees it reads, where it also has to combine
+amounts, and by ``GET /resource_providers?resources=`` on each provider.
 """
 
 from __future__ import annotations
@@ -52,10 +52,11 @@ def _fits(row: Any, class_id: int, amount: int) -> sa.ColumnElement[bool]:
     )
 
 
-def _fitting(amounts: Iterable[tuple[int, int]], owner: str) -> sa.Select[Any]:
-    """Ids in the ``owner`` column of providers under which each (class id,
-    amount) pair fits on some inventory row: one pass over the rows of the
-    classes asked for, usage computed once per row, one flag per pair."""
+def trees_fitting(amounts: Iterable[tuple[int, int]]) -> sa.Select[Any]:
+    """Root ids of the trees where each (class id, amount) fits on some
+    provider: every tree a candidate without sharing providers can use.
+    One pass over the inventory rows of the classes asked for, usage
+    computed once per row, one flag per pair."""
     pairs = sorted(set(amounts))
     rows = (
         sa.select(_INV, usage_of_inventory().label("used"))
@@ -66,19 +67,8 @@ def _fitting(amounts: Iterable[tuple[int, int]], owner: str) -> sa.Select[Any]:
                                  else_=0)) == 1
              for class_id, amount in pairs]
     return (
-        sa.select(_RP.c[owner])
+        sa.select(_RP.c.root_provider_id)
         .join(rows, rows.c.resource_provider_id == _RP.c.id)
-        .group_by(_RP.c[owner])
+        .group_by(_RP.c.root_provider_id)
         .having(sa.and_(*flags))
     )
-
-
-def providers_fitting(amounts: Iterable[tuple[int, int]]) -> sa.Select[Any]:
-    """Ids of the providers that can each take every (class id, amount)."""
-    return _fitting(amounts, "id")
-
-
-def trees_fitting(amounts: Iterable[tuple[int, int]]) -> sa.Select[Any]:
-    """Root ids of the trees where each (class id, amount) fits on some
-    provider: every tree a candidate without sharing providers can use."""
-    return _fitting(amounts, "root_provider_id")

@@ -1,30 +1,53 @@
 """``GET /resource_providers``: the providers matching a query's filters.
 
-The whole filter is one SQL statement.  Free capacity comes from
-:mod:`.capacity`, which the allocation candidate search uses too; traits
-and aggregates are matched by id here, while the candidate search checks
-them in memory on the trees it loads.  Filters are checked in the order
-the query gives them, so that errors name the first unknown class as
-Placement does.
+The filters ask of each provider what a suffixed request group of
+``GET /allocation_candidates`` asks of the one provider serving it: its
+own inventories must take every amount, it must have the required traits
+and none of the forbidden ones, and be in the aggregates asked for and in
+none of the forbidden ones.  So the list is judged by the candidate
+search's rules (:mod:`.candidates.choices`), on the providers' inventories
+and traits the worker keeps for that search (:mod:`.candidates.cache`,
+good while the provider's generation is unchanged).
+
+What may change without a generation bump is read afresh every time, in
+one query: each provider's name, generation, place in its tree and
+timestamps as one text, the usage of the classes asked for, and the
+memberships of the aggregates asked about.  A provider whose text is the
+one read last time is the very :class:`ListedProvider` of then, with the
+JSON the response wrote for it in its ``memo``.  ``name``, ``uuid`` and
+``in_tree`` narrow that query in the database.
+
+Names are checked, and filters that match nothing end the search, in the
+order the query gives them, as Placement does: an ``in_tree`` of an
+unknown provider, or required traits or aggregates no provider has, give
+an empty list before later names are checked.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import operator
 from typing import Any, Iterable
 
 import sqlalchemy as sa
 
 from placement.db import tables
-from placement.objects import capacity
 from placement.objects import resource_class as rc_obj
 from placement.objects import resource_provider as rp_obj
 from placement.objects import trait as trait_obj
+from placement.objects.candidates import cache as provider_cache
+from placement.objects.candidates import choices, search
+from placement.objects.candidates.cache import Entry
+from placement.objects.candidates.loader import Loader
+from placement.objects.candidates.trees import Inventory
+from placement.request_groups import RequestGroup
 
 _RP = tables.resource_providers
 _RP_TRAITS = tables.resource_provider_traits
 _RP_AGGS = tables.resource_provider_aggregates
 _AGGS = tables.placement_aggregates
+_ALLOC = tables.allocations
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +68,22 @@ class ProviderFilters:
     resources: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
+class ListedProvider:
+    """A provider as the list read it: the worker keeps it while the text
+    read for it stays the same.  ``memo`` is where callers keep what they
+    derive from it, by a key of their own; ``entry`` holds its inventories
+    and traits once a filter needed them."""
+
+    __slots__ = ("text", "provider", "modified", "entry", "memo")
+
+    def __init__(self, text: str, provider: rp_obj.ResourceProvider) -> None:
+        self.text = text
+        self.provider = provider
+        self.modified = provider.updated_at or provider.created_at
+        self.entry: Entry | None = None
+        self.memo: dict[Any, Any] = {}
+
+
 def _with_any_trait(trait_ids: Iterable[int]) -> sa.Select[Any]:
     return sa.select(_RP_TRAITS.c.resource_provider_id).where(
         _RP_TRAITS.c.trait_id.in_(sorted(set(trait_ids))))
@@ -63,47 +102,247 @@ def _any(conn: sa.engine.Connection, query: sa.Select[Any]) -> bool:
 
 
 def list_providers(ctx: Any, filters: ProviderFilters | None = None
-                   ) -> list[rp_obj.ResourceProvider]:
+                   ) -> list[ListedProvider]:
     """Providers matching every given filter, in creation order.
 
-    Raises TraitNotFound and ResourceClassNotFound for unknown names.  As
-    Placement does, a filter that already matches nothing ends the search
-    before later filters' names are checked (an ``in_tree`` of an unknown
-    provider, or traits or aggregates no provider has, give an empty list).
+    Raises TraitNotFound and ResourceClassNotFound for unknown names.
     """
     filters = filters or ProviderFilters()
-    query = rp_obj.select_providers().order_by(_RP.c.id)
     with ctx.db.reader() as conn:
-        if filters.name:
-            query = query.where(_RP.c.name == filters.name)
-        if filters.uuid:
-            query = query.where(_RP.c.uuid == filters.uuid)
+        root_id = None
         if filters.in_tree:
             tree = rp_obj.get_by_uuids_in(conn, [filters.in_tree]).get(
                 filters.in_tree)
             if tree is None:
                 return []
-            query = query.where(_RP.c.root_provider_id == tree.root_id)
+            root_id = tree.root_id
         for names in filters.required_traits:
-            subquery = _with_any_trait(trait_obj.ids_by_name(conn, names).values())
-            if not _any(conn, subquery):
+            ids = trait_obj.ids_by_name(conn, names).values()
+            if not _any(conn, _with_any_trait(ids)):
                 return []
-            query = query.where(_RP.c.id.in_(subquery))
         if filters.forbidden_traits:
-            ids = trait_obj.ids_by_name(conn, filters.forbidden_traits).values()
-            query = query.where(_RP.c.id.not_in(_with_any_trait(ids)))
+            trait_obj.ids_by_name(conn, filters.forbidden_traits)
         for agg_uuids in filters.member_of:
-            subquery = _in_any_aggregate(agg_uuids)
-            if not _any(conn, subquery):
+            if not _any(conn, _in_any_aggregate(agg_uuids)):
                 return []
-            query = query.where(_RP.c.id.in_(subquery))
-        if filters.forbidden_aggs:
-            query = query.where(
-                _RP.c.id.not_in(_in_any_aggregate(filters.forbidden_aggs)))
-        if filters.resources:
-            # One name at a time, so the first unknown one in the request's
-            # order is the one reported.
-            amounts = [(rc_obj.ids_by_name(conn, [name])[name], amount)
-                       for name, amount in filters.resources.items()]
-            query = query.where(_RP.c.id.in_(capacity.providers_fitting(amounts)))
-        return [rp_obj.from_row(row) for row in conn.execute(query).all()]
+        # One name at a time, so the first unknown one in the request's
+        # order is the one reported.
+        class_ids = {name: rc_obj.ids_by_name(conn, [name])[name]
+                     for name in filters.resources}
+        group = RequestGroup(
+            "", tuple(filters.resources.items()),
+            required=tuple(frozenset(names) for names in filters.required_traits),
+            forbidden=frozenset(filters.forbidden_traits),
+            member_of=tuple(frozenset(uuids) for uuids in filters.member_of),
+            not_member_of=frozenset(filters.forbidden_aggs))
+        return _Listing(conn, filters, root_id, class_ids, group).matching()
+
+
+_BY_ID = operator.attrgetter("provider.id")
+
+
+def _parse_stamp(text: str) -> datetime.datetime | None:
+    return datetime.datetime.fromisoformat(text) if text else None
+
+
+def _text(column: Any) -> Any:
+    return sa.func.coalesce(sa.cast(column, sa.String), "")
+
+
+class _Listing:
+    """One request's reading and judging of the providers."""
+
+    def __init__(self, conn: sa.engine.Connection, filters: ProviderFilters,
+                 root_id: int | None, class_ids: dict[str, int],
+                 group: RequestGroup) -> None:
+        self.conn = conn
+        self.filters = filters
+        self.root_id = root_id
+        self.class_ids = class_ids
+        self.group = group
+        # Filters on inventories or traits judge the candidate search's
+        # entries of the providers, named by class: the loader's check of
+        # the class names (which drops what a rename made wrong) comes
+        # before anything kept is used.
+        self.needs_entries = bool(group.resources or group.required or group.forbidden)
+        self.loader = (Loader(conn, search.check_names(conn, [])[0])
+                       if self.needs_entries else None)
+        self.kept: dict[int, ListedProvider] = provider_cache.of(conn.engine).listed
+
+    def _where(self, query: sa.Select[Any]) -> sa.Select[Any]:
+        filters = self.filters
+        if filters.name:
+            query = query.where(_RP.c.name == filters.name)
+        if filters.uuid:
+            query = query.where(_RP.c.uuid == filters.uuid)
+        if self.root_id is not None:
+            query = query.where(_RP.c.root_provider_id == self.root_id)
+        return query
+
+    def _statement(self) -> Any:
+        """Rows of (kind, provider id, text):
+
+        * ``p``: ``<generation>;<parent id>;<root id>;<uuid>;<created>;
+          <updated>;<name>`` (the name last: it may hold anything);
+        * ``u``: ``<class id> <used>`` for each class asked for;
+        * ``a``: the uuid of each aggregate asked about the provider is in.
+        """
+        provider = (
+            _text(_RP.c.generation) + ";" + _text(_RP.c.parent_provider_id) + ";"
+            + _text(_RP.c.root_provider_id) + ";" + _RP.c.uuid + ";"
+            + _text(_RP.c.created_at) + ";" + _text(_RP.c.updated_at) + ";"
+            + _RP.c.name)
+        parts = [self._where(sa.select(sa.literal("p").label("kind"), _RP.c.id,
+                                       provider.label("text")))]
+        if self.class_ids:
+            parts.append(self._where(
+                sa.select(sa.literal("u"), _ALLOC.c.resource_provider_id,
+                          _text(_ALLOC.c.resource_class_id) + " "
+                          + _text(sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer)))
+                .join(_RP, _RP.c.id == _ALLOC.c.resource_provider_id)
+                .where(_ALLOC.c.resource_class_id.in_(sorted(self.class_ids.values())))
+                .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)))
+        named = set().union(*self.group.member_of, self.group.not_member_of)
+        if named:
+            parts.append(self._where(
+                sa.select(sa.literal("a"), _RP_AGGS.c.resource_provider_id, _AGGS.c.uuid)
+                .join(_AGGS, _AGGS.c.id == _RP_AGGS.c.aggregate_id)
+                .join(_RP, _RP.c.id == _RP_AGGS.c.resource_provider_id)
+                .where(_AGGS.c.uuid.in_(sorted(named)))))
+        return sa.union_all(*parts)
+
+    def _rows(self) -> list[tuple[str, int, str]]:
+        # Straight from the driver's cursor: building result rows for ten
+        # thousand providers costs more than the judging.
+        result = self.conn.execute(self._statement())
+        try:
+            return list(result.cursor.fetchall())
+        finally:
+            result.close()
+
+    def matching(self) -> list[ListedProvider]:
+        listed: list[ListedProvider] = []
+        usage: dict[int, list[tuple[int, int]]] = {}
+        members: dict[int, set[str]] = {}
+        kept = self.kept
+        changed: list[tuple[int, str]] = []
+        for kind, provider_id, text in self._rows():
+            if kind == "p":
+                known = kept.get(provider_id)
+                if known is None or known.text != text:
+                    changed.append((provider_id, text))
+                else:
+                    listed.append(known)
+            elif kind == "u":
+                class_id, used = text.split(" ")
+                usage.setdefault(provider_id, []).append((int(class_id), int(used)))
+            else:
+                members.setdefault(provider_id, set()).add(text)
+        if changed:
+            listed += self._build(changed, listed)
+        group = self.group
+        if self.needs_entries:
+            self._fill_entries(listed)
+            listed = self._fitting(listed, usage)
+        if group.member_of or group.not_member_of:
+            listed = [known for known in listed if choices.in_aggregates(
+                members.get(known.provider.id, set()), group)]
+        listed.sort(key=_BY_ID)
+        return listed
+
+    def _build(self, changed: list[tuple[int, str]], unchanged: list[ListedProvider]
+               ) -> list[ListedProvider]:
+        """Providers from the texts of their ``p`` rows, kept for the next
+        list.  Parents and roots are named by uuid: those read along
+        give theirs, the others (a list narrowed by name or uuid) are read.
+        A child's parent and root stay the providers they were as long as
+        the child's text is unchanged (a provider with children cannot be
+        deleted), so their uuids are kept with it."""
+        fields = {provider_id: text.split(";", 6) for provider_id, text in changed}
+        uuids = {known.provider.id: known.provider.uuid for known in unchanged}
+        uuids.update((provider_id, f[3]) for provider_id, f in fields.items())
+        wanted = {int(i) for f in fields.values() for i in (f[1], f[2]) if i}
+        if wanted - uuids.keys():
+            uuids.update(self.conn.execute(
+                sa.select(_RP.c.id, _RP.c.uuid).where(
+                    _RP.c.id.in_(sorted(wanted - uuids.keys())))).all())
+        built = []
+        for provider_id, text in changed:
+            generation, parent_id, root_id, uuid, created, updated, name = (
+                fields[provider_id])
+            parent = int(parent_id) if parent_id else None
+            root = int(root_id) if root_id else provider_id
+            known = self.kept[provider_id] = ListedProvider(
+                text, rp_obj.ResourceProvider(
+                    id=provider_id, uuid=uuid, name=name, generation=int(generation),
+                    parent_uuid=None if parent is None else uuids[parent],
+                    # A provider is its own root; tolerate rows written
+                    # without one.
+                    root_uuid=uuids.get(root, uuid), parent_id=parent, root_id=root,
+                    created_at=_parse_stamp(created),
+                    updated_at=_parse_stamp(updated)))
+            built.append(known)
+        return built
+
+    def _fill_entries(self, listed: list[ListedProvider]) -> None:
+        lacking = [known for known in listed if known.entry is None]
+        if not lacking:
+            return
+        assert self.loader is not None
+        entries = self.loader.entries([
+            (known.provider.id, known.provider.generation, known.provider.uuid)
+            for known in lacking])
+        for known in lacking:
+            known.entry = entries[known.provider.id]
+
+    def _fitting(self, listed: list[ListedProvider],
+                 usage: dict[int, list[tuple[int, int]]]) -> list[ListedProvider]:
+        """The providers that take the amounts and have the traits.
+
+        Once per shared inventory dict and trait set, by identity (like
+        providers share them, see candidates.cache; all stay alive while
+        the request runs); a provider with usage of a class asked for has
+        inventories of its own.
+        """
+        group = self.group
+        resources = group.resources
+        with_traits = bool(group.required or group.forbidden)
+        serving: dict[int, bool] = {}
+        suitable: dict[int, bool] = {}
+        fitting = []
+        for known in listed:
+            entry: Entry = known.entry  # type: ignore[assignment]  # filled
+            if resources:
+                used = usage.get(known.provider.id) if usage else None
+                serves: bool | None
+                if used:
+                    serves = choices.serves_all(self._with_usage(entry, used),
+                                                resources)
+                else:
+                    serves = serving.get(id(entry.inventories))
+                    if serves is None:
+                        serves = serving[id(entry.inventories)] = (
+                            choices.serves_all(entry.inventories, resources))
+                if not serves:
+                    continue
+            if with_traits:
+                traits = entry.traits
+                ok = suitable.get(id(traits))
+                if ok is None:
+                    ok = suitable[id(traits)] = (choices.has_traits(traits, group)
+                                                 and group.forbidden.isdisjoint(traits))
+                if not ok:
+                    continue
+            fitting.append(known)
+        return fitting
+
+    def _with_usage(self, entry: Entry, used: list[tuple[int, int]]
+                    ) -> dict[str, Inventory]:
+        assert self.loader is not None
+        inventories = dict(entry.inventories)
+        for class_id, amount in used:
+            name = self.loader.class_name(class_id)
+            inventory = inventories.get(name)
+            if inventory is not None:
+                inventories[name] = inventory._replace(used=amount)
+        return inventories

@@ -6,6 +6,7 @@ import pytest
 
 from placement import microversion, responses
 from placement.handlers import resource_provider as handler
+from placement.objects import provider_filter
 from placement.objects.resource_provider import ResourceProvider
 
 ROOT = "c6b1f3e2-0d4a-4a0e-9a51-3f7a9d2b8e10"
@@ -32,3 +33,19 @@ def test_same_bytes_as_rendering_each_provider(version, script_name):
 
 def test_empty_list():
     assert handler._list_body([], (1, 39), "") == b'{"resource_providers": []}'
+
+
+def test_listed_providers_keep_their_text_per_microversion_and_mount():
+    listed = [provider_filter.ListedProvider("text-%d" % p.id, p) for p in PROVIDERS]
+    first = handler._listed_body(listed, (1, 39), "/placement")
+    assert first == handler._list_body(PROVIDERS, (1, 39), "/placement")
+    assert all(len(known.memo) == 1 for known in listed)
+    # The kept text is what the next list writes.
+    key, = listed[0].memo
+    listed[0].memo[key] = '{"kept": true}'
+    assert b'{"kept": true}' in handler._listed_body(listed, (1, 39), "/placement")
+    # Another microversion or mount point writes its own.
+    assert handler._listed_body(listed, (1, 13), "/placement") == handler._list_body(
+        PROVIDERS, (1, 13), "/placement")
+    assert handler._listed_body(listed, (1, 39), "") == handler._list_body(
+        PROVIDERS, (1, 39), "")

@@ -18,14 +18,18 @@ valid only while what it was made from is unchanged:
     each :class:`.trees.Tree` as last built, with the state it was built
     from: its providers' ids, generations, parents, uuids, aggregates and
     usage, everything that may change without a generation bump included
-    (removing allocations, aggregates written before microversion 1.19,
-    re-parenting).  Every search reads that state afresh; a tree whose
-    state equals the kept one is the kept object itself (:mod:`.loader`).
+    (aggregates written before microversion 1.19, re-parenting).  Every
+    search reads that state afresh; a tree whose state equals the kept one
+    is the kept object itself (:mod:`.loader`).
 *candidates*
     per recent query, the candidates built around each tree
     (:mod:`.reuse`).  Without sharing providers they depend on nothing but
     the query and the tree, so they hold for as long as the tree is the
     very object they were built from.
+
+The provider list (:mod:`placement.objects.provider_filter`) keeps what
+it read of each provider the same way, and judges its filters on the same
+entries.
 
 Resource class names are kept too, and everything but aggregate uuids
 (which never change) is dropped when a class id turns up under another
@@ -77,6 +81,9 @@ class ProviderCache:
         self.entries: dict[int, Entry] = {}
         # Root id -> (state text, tree): see put_tree.
         self.trees: dict[int, tuple[str, Tree]] = {}
+        # Provider id -> provider_filter.ListedProvider: what GET
+        # /resource_providers read of it (see the listed property).
+        self._listed: dict[int, Any] = {}
         self._tree_providers = 0
         self.candidates = QueryCandidates()
         self.aggregate_uuids: dict[int, str] = {}
@@ -110,6 +117,14 @@ class ProviderCache:
             self.candidates.clear()
             self._tree_providers = len(tree.providers)
         self.trees[tree.root_id] = (text, tree)
+
+    @property
+    def listed(self) -> dict[int, Any]:
+        """What the provider list keeps of each provider, to read and add
+        to; started again when it holds more than MAX_ENTRIES."""
+        if len(self._listed) > MAX_ENTRIES:
+            self._listed = {}
+        return self._listed
 
     def entry(self, generation: int, uuid: str,
               inventories: dict[str, Inventory], traits: frozenset[str]) -> Entry:
@@ -157,7 +172,7 @@ class ProviderCache:
         known = self._class_names
         if any(known.get(class_id, name) != name
                for class_id, name in class_names.items()):
-            self.entries, self._shared, self.trees = {}, {}, {}
+            self.entries, self._shared, self.trees, self._listed = {}, {}, {}, {}
             self._tree_providers = 0
             self.candidates.clear()
         self._class_names = dict(class_names)

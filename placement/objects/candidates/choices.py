@@ -36,22 +36,26 @@ class Choice(NamedTuple):
 Combination = tuple[Choice, ...]
 
 
-def _has_traits(traits: AbstractSet[str], group: RequestGroup) -> bool:
+def has_traits(traits: AbstractSet[str], group: RequestGroup) -> bool:
+    """Whether ``traits`` hold one of each of the group's any-of sets."""
     for any_of in group.required:
         if any_of.isdisjoint(traits):
             return False
     return True
 
 
-def _in_aggregates(aggregates: AbstractSet[str], group: RequestGroup) -> bool:
+def in_aggregates(aggregates: AbstractSet[str], group: RequestGroup) -> bool:
+    """Whether ``aggregates`` hold one of each of the group's any-of sets
+    and none of its forbidden aggregates."""
     for any_of in group.member_of:
         if any_of.isdisjoint(aggregates):
             return False
     return group.not_member_of.isdisjoint(aggregates)
 
 
-def _serves_all(inventories: dict[str, Inventory],
-                resources: tuple[tuple[str, int], ...]) -> bool:
+def serves_all(inventories: dict[str, Inventory],
+               resources: tuple[tuple[str, int], ...]) -> bool:
+    """Whether every (class, amount) fits on one of ``inventories``."""
     for name, amount in resources:
         inventory = inventories.get(name)
         if inventory is None or not inventory.fits(amount):
@@ -108,7 +112,7 @@ class GroupSearch:
                     continue
                 serves = serving.get(id(provider.inventories))
                 if serves is None:
-                    serves = serving[id(provider.inventories)] = _serves_all(
+                    serves = serving[id(provider.inventories)] = serves_all(
                         provider.inventories, resources)
                 if not serves:
                     continue
@@ -116,13 +120,13 @@ class GroupSearch:
             suitable = suitable_traits.get(id(traits))
             if suitable is None:
                 suitable = suitable_traits[id(traits)] = (
-                    _has_traits(traits, group) and group.forbidden.isdisjoint(traits))
+                    has_traits(traits, group) and group.forbidden.isdisjoint(traits))
             if not suitable:
                 continue
             aggregates = provider.aggregates
             member = suitable_aggregates.get(id(aggregates))
             if member is None:
-                member = suitable_aggregates[id(aggregates)] = _in_aggregates(
+                member = suitable_aggregates[id(aggregates)] = in_aggregates(
                     aggregates, group)
             if not member:
                 continue
@@ -141,8 +145,8 @@ class GroupSearch:
         """
         group = self.group
         providers = self.forest.providers
-        if group.member_of and not _in_aggregates(provider.aggregates, group):
-            if anchor != provider.root_id or not _in_aggregates(
+        if group.member_of and not in_aggregates(provider.aggregates, group):
+            if anchor != provider.root_id or not in_aggregates(
                     providers[anchor].aggregates, group):
                 return False
         if group.not_member_of and not (
@@ -181,7 +185,7 @@ class GroupSearch:
             judged = judged_traits.get(id(traits))
             if judged is None:
                 judged = judged_traits[id(traits)] = (
-                    group.forbidden.isdisjoint(traits), _has_traits(traits, group))
+                    group.forbidden.isdisjoint(traits), has_traits(traits, group))
             if not judged[0]:
                 continue
             root = provider.root_id
@@ -249,7 +253,7 @@ class GroupSearch:
                 traits: set[str] = set()
                 for pid in used:
                     traits |= providers[pid].traits
-                if not _has_traits(traits, group):
+                if not has_traits(traits, group):
                     continue
             choices.append(Choice(
                 tuple((pid, name, amount)

@@ -20,7 +20,7 @@ the trees sharing their aggregates (one or two more queries).
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import sqlalchemy as sa
 
@@ -118,7 +118,8 @@ class Loader:
     def _build(self, states: list[tuple[tuple[Any, ...], ...]]) -> list[Tree]:
         """Trees made from their states (see :func:`.search.parse_state`)."""
         rows = [row for state in states for row in state]
-        entries = self._entries(rows)
+        entries = self.entries([(row[search.ID], row[search.GENERATION], row[search.UUID])
+                                for row in rows])
         aggregate_sets = self._aggregate_sets(rows)
         class_name = self.class_name
         trees = []
@@ -142,16 +143,15 @@ class Loader:
             trees.append(Tree(providers, state))
         return trees
 
-    def _entries(self, rows: list[tuple[Any, ...]]
-                 ) -> dict[int, provider_cache.Entry]:
-        """The cached entry of each provider, read afresh where it is
-        missing or older than the generation read."""
+    def entries(self, providers: Iterable[tuple[int, int, str]]
+                ) -> dict[int, provider_cache.Entry]:
+        """The entry (inventories and traits) of each ``(id, generation,
+        uuid)``: the worker's own, read afresh where it is missing or older
+        than that generation."""
         cache = self.cache
         found: dict[int, provider_cache.Entry] = {}
         stale: dict[int, tuple[int, str]] = {}
-        for row in rows:
-            provider_id, generation, uuid = (
-                row[search.ID], row[search.GENERATION], row[search.UUID])
+        for provider_id, generation, uuid in providers:
             entry = cache.get(provider_id, generation, uuid)
             if entry is None:
                 stale[provider_id] = (generation, uuid)
