@@ -47,12 +47,18 @@ def json(
     status: int = 200,
     last_modified: datetime.datetime | None = None,
     location: str | None = None,
-    body: bytes | None = None,
+    body: bytes | list[bytes] | None = None,
 ) -> webob.Response:
-    """A JSON response; ``body`` lets a caller pass pre-serialised bytes."""
+    """A JSON response; ``body`` lets a caller pass pre-serialised bytes,
+    or parts of them to send one after the other (large bodies are not
+    copied once more to be joined)."""
     resp = webob.Response(status=status, charset=None)
     resp.content_type = "application/json"
-    resp.body = body if body is not None else dumps(data)
+    if isinstance(body, list):
+        resp.app_iter = body
+        resp.content_length = sum(len(part) for part in body)
+    else:
+        resp.body = body if body is not None else dumps(data)
     if req.version >= CACHE_HEADERS_SINCE:
         resp.headers["Cache-Control"] = "no-cache"
         resp.headers["Last-Modified"] = _http_date(

@@ -31,6 +31,7 @@ import re
 import webob
 
 from placement import errors, exceptions, policies, request_groups, responses
+from placement.memo import remembered
 from placement.objects import candidates
 from placement.objects.candidates import collector, summary
 from placement.request import PlacementRequest
@@ -55,7 +56,7 @@ def list_allocation_candidates(req: PlacementRequest) -> webob.Response:
 
 
 def _search_and_render(req: PlacementRequest,
-                       query: request_groups.CandidateQuery) -> bytes:
+                       query: request_groups.CandidateQuery) -> list[bytes]:
     """The response body; what the search held is freed on return, before
     the collector is back on (it would otherwise scan it all once more)."""
     config = req.ctx.config
@@ -77,18 +78,19 @@ def _search_and_render(req: PlacementRequest,
 
 
 def render_candidates(found: candidates.Candidates, version: tuple[int, int]
-                      ) -> bytes:
-    """The response body, written as JSON text directly.
+                      ) -> list[bytes]:
+    """The response body, written as JSON text directly, in parts.
 
     Responses run to megabytes, and building dicts only to serialise them
     costs more than the search itself; so the text is assembled from
     fragments, with the spacing of Python's ``json.dumps`` defaults that
-    Placement's responses have (clients compare their sizes).
+    Placement's responses have (clients compare their sizes).  The parts
+    are sent one after the other rather than joined into one more copy.
 
     The search hands back the same candidate lists and trees for what has
     not changed since an earlier request (see candidates.reuse), and the
-    text of each is kept in their ``memo``: a scheduler asking the same
-    question again mostly pays for reading the database.
+    text of each is kept in their memo (see placement.memo): a scheduler
+    asking the same question again mostly pays for reading the database.
     """
     quoted = _UuidTexts(found.forest)
     requests = _request_texts(found, quoted, version)
@@ -98,29 +100,33 @@ def render_candidates(found: candidates.Candidates, version: tuple[int, int]
         requested = (None if version >= ALL_INVENTORIES_SINCE
                      else set(found.query.resource_class_names))
         writer = _SummaryWriter(quoted, requested, version)
-        summaries = [writer.text(p) for p in summary.providers_shown(found)]
-    return ('{"allocation_requests": [%s], "provider_summaries": {%s}}' % (
-        ", ".join(requests), ", ".join(summaries))).encode("utf-8")
+        summaries = [writer.text(p).encode()
+                     for p in summary.providers_shown(found)]
+    return [b'{"allocation_requests": [', b", ".join(requests),
+            b'], "provider_summaries": {', b", ".join(summaries), b"}}"]
 
 
 def _request_texts(found: candidates.Candidates, quoted: _UuidTexts,
-                   version: tuple[int, int]) -> list[str]:
+                   version: tuple[int, int]) -> list[bytes]:
     """The text of each chosen candidate, from its list's memo when an
     earlier request of the same query wrote it."""
     suffixes = [_text(group.suffix) for group in found.query.groups]
-    key = ("allocation request", version >= DICT_ALLOCATIONS_SINCE,
+    key = ("allocation requests", version >= DICT_ALLOCATIONS_SINCE,
            version >= MAPPINGS_SINCE)
     texts = []
     for listed, index in found.chosen:
-        kept = listed.memo.get(key)
-        if kept is None:
-            kept = listed.memo[key] = [None] * len(listed.combinations)
+        kept = remembered(listed, key, _unwritten)
         text = kept[index]
         if text is None:
             text = kept[index] = render_request(
-                listed.combinations[index], suffixes, quoted, version)
+                listed.combinations[index], suffixes, quoted, version).encode()
         texts.append(text)
     return texts
+
+
+def _unwritten(listed: candidates.CandidateList) -> list[bytes | None]:
+    """A list's texts, none written yet (each is written when first shown)."""
+    return [None] * len(listed.combinations)
 
 
 # Summaries look the same at every microversion from 1.29 (traits since
@@ -129,20 +135,18 @@ _TREE_SUMMARY = "provider summaries since 1.29"
 
 
 def _tree_summary_texts(found: candidates.Candidates, quoted: _UuidTexts
-                        ) -> list[str]:
+                        ) -> list[bytes]:
     """The summaries of every provider of each tree used (1.29+), a text
     per tree, from the tree's memo when an earlier request wrote it."""
-    writer: _SummaryWriter | None = None
-    texts = []
-    for tree in summary.trees_shown(found):
-        text = tree.memo.get(_TREE_SUMMARY)
-        if text is None:
-            if writer is None:
-                writer = _SummaryWriter(quoted, None, NESTED_SINCE)
-            text = tree.memo[_TREE_SUMMARY] = ", ".join(
-                [writer.text(provider) for provider in tree.providers.values()])
-        texts.append(text)
-    return texts
+    writers: list[_SummaryWriter] = []
+
+    def written(tree: candidates.Tree) -> bytes:
+        if not writers:
+            writers.append(_SummaryWriter(quoted, None, NESTED_SINCE))
+        return ", ".join([writers[0].text(p) for p in tree.providers]).encode()
+
+    return [remembered(tree, _TREE_SUMMARY, written)
+            for tree in summary.trees_shown(found)]
 
 
 _SAFE_UUID = re.compile(r"^[0-9a-fA-F-]*$")

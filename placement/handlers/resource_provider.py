@@ -103,20 +103,24 @@ def _provider_texts(providers: list[rp_obj.ResourceProvider],
 
 
 def _listed_body(listed: list[provider_filter.ListedProvider],
-                 version: tuple[int, int], script_name: str) -> bytes:
-    """The JSON of a provider list, each provider's text taken from its
-    memo when an earlier list at this microversion and mount point wrote
-    it: the list keeps providers that have not changed (see
-    objects.provider_filter)."""
+                 version: tuple[int, int], script_name: str) -> list[bytes]:
+    """The JSON of a provider list, in parts, each provider's text taken
+    from its memo when an earlier list at this microversion and mount
+    point wrote it: the list keeps providers that have not changed (see
+    objects.provider_filter and placement.memo)."""
     key = ("provider list", version, script_name)
-    texts: list[str | None] = [known.memo.get(key) for known in listed]
+    texts: list[bytes | None] = [
+        kept[1] if (kept := known.memo) is not None and kept[0] == key else None
+        for known in listed]
     missing = [i for i, text in enumerate(texts) if text is None]
     if missing:
         fresh = _provider_texts([listed[i].provider for i in missing], version,
                                 script_name)
         for i, text in zip(missing, fresh, strict=True):
-            texts[i] = listed[i].memo[key] = text
-    return _joined(texts)  # type: ignore[arg-type]  # every None replaced
+            encoded = texts[i] = text.encode()
+            listed[i].memo = (key, encoded)
+    return [b'{"resource_providers": [', b", ".join(texts),  # type: ignore[arg-type]
+            b"]}"]
 
 
 def _modified(provider: rp_obj.ResourceProvider) -> Any:

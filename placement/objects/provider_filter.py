@@ -70,9 +70,8 @@ class ProviderFilters:
 
 class ListedProvider:
     """A provider as the list read it: the worker keeps it while the text
-    read for it stays the same.  ``memo`` is where callers keep what they
-    derive from it, by a key of their own; ``entry`` holds its inventories
-    and traits once a filter needed them."""
+    read for it stays the same.  ``entry`` holds its inventories and traits
+    once a filter needed them; ``memo``: see :mod:`placement.memo`."""
 
     __slots__ = ("text", "provider", "modified", "entry", "memo")
 
@@ -81,7 +80,7 @@ class ListedProvider:
         self.provider = provider
         self.modified = provider.updated_at or provider.created_at
         self.entry: Entry | None = None
-        self.memo: dict[Any, Any] = {}
+        self.memo: tuple[Any, Any] | None = None
 
 
 def _with_any_trait(trait_ids: Iterable[int]) -> sa.Select[Any]:

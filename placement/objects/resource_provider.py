@@ -42,7 +42,7 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class ResourceProvider:
     id: int
     uuid: str

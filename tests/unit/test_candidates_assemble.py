@@ -200,7 +200,7 @@ def test_summaries_cover_whole_trees_from_nested_versions() -> None:
     chosen = tuple(reuse.single(iter(combos), trees))
     found = Candidates(chosen, Forest(chosen[0][0].trees), query)
     assert [tree.root_id for tree in summary.trees_shown(found)] == [1]
-    assert list(summary.trees_shown(found)[0].providers) == [1, 2, 3, 4]
+    assert [p.id for p in summary.trees_shown(found)[0].providers] == [1, 2, 3, 4]
     assert [p.id for p in summary.providers_shown(found)] == [2]
 
 

@@ -67,7 +67,7 @@ class Loader:
             trees = self.trees({"class_ids": sorted(set(class_ids))})
         self.cache.reached(wanted, sum(len(tree.providers) for tree in trees))
         sharing = [p.id for tree in trees if tree.sharing
-                   for p in tree.providers.values() if p.is_sharing]
+                   for p in tree.providers if p.is_sharing]
         if sharing:
             known = {tree.root_id for tree in trees}
             more = [root for root in search.sharing_neighbour_roots(self.conn, sharing)

@@ -37,8 +37,8 @@ class CandidateList:
 
     A tree's list holds the candidates built around it: all of them when
     ``complete``, else the first ones.  Candidates that are not kept
-    (sharing providers) come one per list.  ``memo`` is where callers
-    keep what they derive from the candidates, by a key of their own.
+    (sharing providers) come one per list.  ``memo``: see
+    :mod:`placement.memo`.
     """
 
     __slots__ = ("trees", "combinations", "complete", "memo")
@@ -48,7 +48,7 @@ class CandidateList:
         self.trees = trees
         self.combinations = combinations
         self.complete = complete
-        self.memo: dict[Any, Any] = {}
+        self.memo: tuple[Any, Any] | None = None
 
 
 # One candidate of an answer: a list and the index of the candidate in it.

@@ -14,6 +14,7 @@ speed; that rule keeps them safe.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Iterable, NamedTuple
 
 # Providers with this trait share their inventory with every tree that has
@@ -83,27 +84,32 @@ class Provider:
 class Tree:
     """The providers of one tree, as one search read them.
 
-    ``state`` is what the database said of the tree (one row per provider,
-    see :func:`.search.states`): the worker keeps the tree and compares
-    the next read of it with ``state``; while they are equal, the tree and
-    whatever was derived from it still hold (see :mod:`.cache`).  Trees
-    may thus be shared by searches and are never changed once made;
-    ``memo`` is where callers keep what they derive from one, by a key of
-    their own.
+    ``providers`` are in id order.  ``state`` is what the database said of
+    the tree (see :func:`.search.parse_state`): the worker keeps the tree
+    and compares the next read of it with ``state``; while they are equal,
+    the tree and whatever was derived from it still hold (see
+    :mod:`.cache`).  Trees may thus be shared by searches and are never
+    changed once made, but for ``memo`` (see :mod:`placement.memo`).
     """
 
     __slots__ = ("root_id", "providers", "state", "classes", "sharing", "memo")
 
     def __init__(self, providers: Iterable[Provider], state: Any = None) -> None:
-        by_id = {p.id: p for p in providers}
-        self.providers: dict[int, Provider] = {pid: by_id[pid] for pid in sorted(by_id)}
-        self.root_id = next(iter(self.providers.values())).root_id
+        self.providers: tuple[Provider, ...] = tuple(
+            sorted(providers, key=operator.attrgetter("id")))
+        self.root_id = self.providers[0].root_id
         self.state = state
-        # Every class some provider of the tree has inventory of.
-        self.classes = frozenset(
-            name for p in self.providers.values() for name in p.inventories)
-        self.sharing = any(p.is_sharing for p in self.providers.values())
-        self.memo: dict[Any, Any] = {}
+        # Every class some provider of the tree has inventory of; like
+        # trees share one set.
+        classes = frozenset(name for p in self.providers for name in p.inventories)
+        if len(_CLASS_SETS) > 4096:
+            _CLASS_SETS.clear()
+        self.classes = _CLASS_SETS.setdefault(classes, classes)
+        self.sharing = any(p.is_sharing for p in self.providers)
+        self.memo: tuple[Any, Any] | None = None
+
+
+_CLASS_SETS: dict[frozenset[str], frozenset[str]] = {}
 
 
 def trees_of(providers: Iterable[Provider]) -> list[Tree]:
@@ -118,18 +124,15 @@ class Forest:
     """The trees a search works on, their providers by id, and who shares
     with whom.
 
-    ``trees`` maps a root id to its :class:`Tree` (whose providers are in id
-    order).  ``anchors`` maps a sharing provider to the roots of the trees it
-    shares with: its own and that of every provider in one of its
-    aggregates.
+    ``trees`` maps a root id to its :class:`Tree`.  ``anchors`` maps a
+    sharing provider to the roots of the trees it shares with: its own and
+    that of every provider in one of its aggregates.
     """
 
     def __init__(self, trees: Iterable[Tree]) -> None:
         self.trees: dict[int, Tree] = {tree.root_id: tree for tree in trees}
-        providers: dict[int, Provider] = {}
-        for tree in self.trees.values():
-            providers.update(tree.providers)
-        self.providers = providers
+        self.providers: dict[int, Provider] = {
+            p.id: p for tree in self.trees.values() for p in tree.providers}
         self.anchors: dict[int, list[int]] = (
             self._sharing_anchors()
             if any(tree.sharing for tree in self.trees.values()) else {})
