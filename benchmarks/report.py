@@ -50,6 +50,9 @@ def read_rows(title: str, scenario: str, *prefix: str,
               count: str = "candidates") -> list[tuple]:
     """Rows of one measured GET (kit's measure_query / our measure_get)."""
     return [
+        # A worker answers its first request cold: nothing kept yet.
+        (title, "first request ms", scenario, path(*prefix, "first_request_ms"),
+         LOWER),
         (title, "median latency ms", scenario, path(*prefix, "latency",
                                                     "median_ms"), LOWER),
         (title, "p95 latency ms", scenario, path(*prefix, "latency",
