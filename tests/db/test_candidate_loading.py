@@ -162,7 +162,7 @@ def test_unchanged_trees_are_the_ones_read_before(
 
 
 def test_a_tree_read_in_another_order_is_the_same_tree(
-        served: tuple[Any, Database]) -> None:
+        served: tuple[Any, Database], monkeypatch: pytest.MonkeyPatch) -> None:
     application, db = served
     _provider(application, HOST1, {"DISK_GB": 100}, aggregates=(AGGREGATE,))
     _provider(application, NUMA1, {"VCPU": 8}, parent=HOST1)
@@ -170,12 +170,15 @@ def test_a_tree_read_in_another_order_is_the_same_tree(
         classes, _traits = search.check_names(conn, [])
         loader = Loader(conn, classes)
         tree, = loader.relevant_trees([classes["VCPU"]])
-        root = tree.root_id
-        # As if the database had listed the tree's items in another order.
-        text, kept = loader.cache.trees[root]
+        # As if the database had listed the bucket's items in another
+        # order: no text read before matches, the state does.
+        bucket = tree.root_id - tree.root_id % search.BUCKET
+        text, = loader.cache._buckets[bucket]
+        loader.cache._buckets[bucket] = {}
         shuffled = ";".join(reversed(text.split(";")))
         assert shuffled != text
-        loader.cache.trees[root] = (shuffled, kept)
+        rows = [(bucket, len(text.split(";")), shuffled)]
+        monkeypatch.setattr(search, "fetch", lambda *_args: list(rows))
         again, = loader.relevant_trees([classes["VCPU"]])
     assert again is tree
-    assert loader.cache.trees[root] == (text, tree)
+    assert loader.cache.bucket_trees(bucket, shuffled) == (tree,)

@@ -67,25 +67,42 @@ def test_too_many_providers_in_trees_start_the_trees_again(
     monkeypatch.setattr(provider_cache, "MAX_ENTRIES", 5)
     cache = provider_cache.ProviderCache()
     cache.candidates.of("query")[1] = "a list"
-    cache.put_tree("one", tree(1, 2, 3))
-    cache.put_tree("one again", tree(1, 2, 3))   # replaces: still 3 providers
-    cache.put_tree("four", tree(4, 5))
+    cache.put_tree(tree(1, 2, 3))
+    cache.put_tree(tree(1, 2, 3))                # replaces: still 3 providers
+    cache.put_tree(tree(4, 5))
+    cache.put_bucket(0, "text", (cache.trees[1], cache.trees[4]))
     assert set(cache.trees) == {1, 4}
-    cache.put_tree("six", tree(6))
-    # Trees and the candidates made from them go together.
+    cache.put_tree(tree(6))
+    # Trees, buckets and the candidates made from them go together.
     assert set(cache.trees) == {6}
+    assert cache.bucket_trees(0, "text") is None
     assert cache.candidates.of("query") == {}
+
+
+def test_a_bucket_keeps_a_few_texts() -> None:
+    cache = provider_cache.ProviderCache()
+    one, two = tree(1), tree(2)
+    cache.put_bucket(0, "everyone", (one, two))
+    cache.put_bucket(0, "narrowed", (two,))
+    assert cache.bucket_trees(0, "everyone") == (one, two)
+    assert cache.bucket_trees(0, "narrowed") == (two,)
+    assert cache.bucket_trees(64, "everyone") is None
+    for n in range(provider_cache.TEXTS_PER_BUCKET):
+        cache.put_bucket(0, "text %d" % n, ())
+    assert cache.bucket_trees(0, "everyone") is None
 
 
 def test_a_renamed_class_drops_trees_and_candidates() -> None:
     cache = provider_cache.ProviderCache()
     cache.check_class_names({9: "CUSTOM_OLD"})
-    cache.put_tree("one", tree(1))
+    cache.put_tree(tree(1))
+    cache.put_bucket(0, "text", (cache.trees[1],))
     cache.candidates.of("query")[1] = "a list"
     cache.check_class_names({9: "CUSTOM_OLD", 10: "CUSTOM_NEW_CLASS"})
     assert set(cache.trees) == {1}
     cache.check_class_names({9: "CUSTOM_RENAMED"})
     assert cache.trees == {}
+    assert cache.bucket_trees(0, "text") is None
     assert cache.candidates.of("query") == {}
 
 

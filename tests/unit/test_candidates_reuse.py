@@ -120,20 +120,21 @@ def test_the_key_leaves_out_the_limit_only() -> None:
 
 
 def test_a_state_reads_the_same_whatever_the_order_of_its_items() -> None:
-    items = ["p 7 3 5 uuid-7", "a 7 12", "u 7 1 4", "p 5 2  uuid-5", "a 7 9",
-             "u 7 2 256", "a 5 9"]
-    state = search.parse_state(5, len(items), ";".join(items))
-    assert state == (
-        (5, 2, None, 5, "uuid-5", (9,), ()),
-        (7, 3, 5, 5, "uuid-7", (9, 12), ((1, 4), (2, 256))),
-    )
-    assert search.parse_state(5, len(items), ";".join(reversed(items))) == state
+    items = ["5 p 7 3 5 uuid-7", "5 a 7 12", "5 u 7 1 4", "5 p 5 2  uuid-5",
+             "5 a 7 9", "5 u 7 2 256", "5 a 5 9", "9 p 9 0  uuid-9"]
+    states = search.parse_states(len(items), ";".join(items))
+    assert states == {
+        5: ((5, 2, None, 5, "uuid-5", (9,), ()),
+            (7, 3, 5, 5, "uuid-7", (9, 12), ((1, 4), (2, 256)))),
+        9: ((9, 0, None, 9, "uuid-9", (), ()),),
+    }
+    assert search.parse_states(len(items), ";".join(reversed(items))) == states
 
 
 @pytest.mark.parametrize("text, count", [
-    ("p 5 2  uuid-5;a 5 9", 3),                    # fewer items than counted
-    ("p 5 2  uuid-5;a 5", 2),                     # an item cut short
+    ("5 p 5 2  uuid-5;5 a 5 9", 3),                # fewer items than counted
+    ("5 p 5 2  uuid-5;5 a 5", 2),                 # an item cut short
 ])
 def test_a_state_cut_short_is_refused(text: str, count: int) -> None:
     with pytest.raises(RuntimeError, match="cut short"):
-        search.parse_state(5, count, text)
+        search.parse_states(count, text)

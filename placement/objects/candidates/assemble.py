@@ -99,6 +99,15 @@ class Assembler:
             return iter(())
         return self.for_anchor(anchor)
 
+    def first_candidates(self, anchor: int, most: int) -> tuple[Combination, ...]:
+        """The first ``most`` of :meth:`candidates_of`, at once."""
+        if anchor not in self._anchor_set:
+            return ()
+        if len(self.searches) == 1 and self.nested:
+            # One group: its choices are the candidates.
+            return tuple([(choice,) for choice in self.searches[0].choices(anchor)[:most]])
+        return tuple(itertools.islice(self.for_anchor(anchor), most))
+
     def for_anchor(self, anchor: int) -> Iterator[Combination]:
         """This anchor's candidates, in order."""
         candidates = self._for_anchor(anchor)

@@ -19,8 +19,10 @@ valid only while what it was made from is unchanged:
     from: its providers' ids, generations, parents, uuids, aggregates and
     usage, everything that may change without a generation bump included
     (aggregates written before microversion 1.19, re-parenting).  Every
-    search reads that state afresh; a tree whose state equals the kept one
-    is the kept object itself (:mod:`.loader`).
+    search reads that state afresh, as a text per bucket of trees; a tree
+    whose state equals the kept one is the kept object itself, and a
+    bucket text equal to one read before gives its trees at once
+    (:mod:`.loader`).
 *candidates*
     per recent query, the candidates built around each tree
     (:mod:`.reuse`).  Without sharing providers they depend on nothing but
@@ -60,6 +62,8 @@ MAX_ENTRIES = 100_000
 # Lists of candidates kept (one per tree and query), over all queries;
 # beyond it the queries least recently asked are forgotten.
 MAX_CANDIDATE_LISTS = 50_000
+# State texts kept per bucket of trees (see put_bucket).
+TEXTS_PER_BUCKET = 4
 # Queries whose candidates are kept.
 MAX_QUERIES = 256
 # Distinct aggregate sets kept.
@@ -79,8 +83,9 @@ class Entry(NamedTuple):
 class ProviderCache:
     def __init__(self) -> None:
         self.entries: dict[int, Entry] = {}
-        # Root id -> (state text, tree): see put_tree.
-        self.trees: dict[int, tuple[str, Tree]] = {}
+        self.trees: dict[int, Tree] = {}
+        # Bucket (see search.BUCKET) -> {state text: its trees}.
+        self._buckets: dict[int, dict[str, tuple[Tree, ...]]] = {}
         # Provider id -> provider_filter.ListedProvider: what GET
         # /resource_providers read of it (see the listed property).
         self._listed: dict[int, Any] = {}
@@ -105,18 +110,35 @@ class ProviderCache:
             self.entries, self._shared = {}, {}
         self.entries[provider_id] = entry
 
-    def put_tree(self, text: str, tree: Tree) -> None:
-        """Keep ``tree``, read as the state ``text`` (see
-        :func:`.search.parse_state`), in place of the tree of the same
-        root."""
+    def put_tree(self, tree: Tree) -> None:
+        """Keep ``tree`` in place of the tree of the same root."""
         before = self.trees.get(tree.root_id)
         self._tree_providers += len(tree.providers) - (
-            len(before[1].providers) if before is not None else 0)
+            len(before.providers) if before is not None else 0)
         if self._tree_providers > MAX_ENTRIES:
-            self.trees = {}
-            self.candidates.clear()
+            self._drop_trees()
             self._tree_providers = len(tree.providers)
-        self.trees[tree.root_id] = (text, tree)
+        self.trees[tree.root_id] = tree
+
+    def bucket_trees(self, bucket: int, text: str) -> tuple[Tree, ...] | None:
+        """The trees of a bucket's state ``text`` (see
+        :func:`.search.parse_states`), if that very text was read before."""
+        texts = self._buckets.get(bucket)
+        return None if texts is None else texts.get(text)
+
+    def put_bucket(self, bucket: int, text: str, trees: tuple[Tree, ...]) -> None:
+        """Keep the trees a bucket's state ``text`` gave.  A few texts per
+        bucket: searches narrowed to other classes read other texts of
+        the same bucket."""
+        texts = self._buckets.setdefault(bucket, {})
+        if len(texts) >= TEXTS_PER_BUCKET:
+            texts.clear()
+        texts[text] = trees
+
+    def _drop_trees(self) -> None:
+        self.trees, self._buckets = {}, {}
+        self._tree_providers = 0
+        self.candidates.clear()
 
     @property
     def listed(self) -> dict[int, Any]:
@@ -172,9 +194,8 @@ class ProviderCache:
         known = self._class_names
         if any(known.get(class_id, name) != name
                for class_id, name in class_names.items()):
-            self.entries, self._shared, self.trees, self._listed = {}, {}, {}, {}
-            self._tree_providers = 0
-            self.candidates.clear()
+            self.entries, self._shared, self._listed = {}, {}, {}
+            self._drop_trees()
         self._class_names = dict(class_names)
 
 

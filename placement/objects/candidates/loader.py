@@ -1,11 +1,13 @@
 """Reading trees for a candidate search, reusing what the worker holds.
 
 A search reads the state of the trees that may take part (one query, one
-text per tree, :mod:`.search`) and turns each into a :class:`Tree`:
+text per bucket of trees, :mod:`.search`) and turns each into a
+:class:`Tree`:
 
 * a tree whose state equals the one the worker read last time is that
   same :class:`Tree` object, with its providers and everything derived
-  from it (:mod:`.cache` says why that is safe);
+  from it (:mod:`.cache` says why that is safe); a bucket's text equal to
+  one read before gives its trees at once, without being taken apart;
 * any other tree is built afresh, its providers' inventories and traits
   coming from the worker's entries when their generation and uuid still
   match, else read in two more queries for all such providers at once.
@@ -90,33 +92,40 @@ class Loader:
         rows = search.fetch(self.conn, "states", params)
         rows.sort()
         cache = self.cache
-        trees: list[Tree | None] = []
-        changed: list[tuple[int, str, tuple[tuple[Any, ...], ...]]] = []
-        for root, count, text in rows:
-            kept = cache.trees.get(root)
-            if kept is not None and kept[0] == text:
-                # Equal to a text that was whole when it was taken apart.
-                trees.append(kept[1])
-                continue
-            state = search.parse_state(root, count, text)
-            if kept is not None and kept[1].state == state:
-                # The same tree, its providers listed in another order.
-                cache.put_tree(text, kept[1])
-                trees.append(kept[1])
-                continue
-            changed.append((len(trees), text, state))
-            trees.append(None)
-        if changed:
-            built = self._build([state for _index, _text, state in changed])
-            keep = cache.names_classes_as(self.class_names)
-            for (index, text, _state), tree in zip(changed, built, strict=True):
-                trees[index] = tree
-                if keep:
-                    cache.put_tree(text, tree)
-        return trees  # type: ignore[return-value]  # every None replaced
+        found: list[Tree] = []
+        for bucket, count, text in rows:
+            known = cache.bucket_trees(bucket, text)
+            if known is None:
+                # Equal to no text taken apart before: the trees of this
+                # bucket are taken one by one.
+                known = self._bucket(search.parse_states(count, text))
+                if cache.names_classes_as(self.class_names):
+                    cache.put_bucket(bucket, text, known)
+            found += known
+        return found
 
-    def _build(self, states: list[tuple[tuple[Any, ...], ...]]) -> list[Tree]:
-        """Trees made from their states (see :func:`.search.parse_state`)."""
+    def _bucket(self, states: dict[int, search.State]) -> tuple[Tree, ...]:
+        """The trees of these states, in root order: the kept ones where
+        the state is the same, the others built."""
+        cache = self.cache
+        trees: dict[int, Tree] = {}
+        changed: list[search.State] = []
+        for root, state in states.items():
+            kept = cache.trees.get(root)
+            if kept is not None and kept.state == state:
+                trees[root] = kept
+            else:
+                changed.append(state)
+        if changed:
+            keep = cache.names_classes_as(self.class_names)
+            for tree in self._build(changed):
+                trees[tree.root_id] = tree
+                if keep:
+                    cache.put_tree(tree)
+        return tuple([trees[root] for root in sorted(trees)])
+
+    def _build(self, states: list[search.State]) -> list[Tree]:
+        """Trees made from their states (see :func:`.search.parse_states`)."""
         rows = [row for state in states for row in state]
         entries = self.entries([(row[search.ID], row[search.GENERATION], row[search.UUID])
                                 for row in rows])

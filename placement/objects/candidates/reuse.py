@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any, Callable, Hashable, Iterator, Sequence
+from typing import Any, Hashable, Iterator, Sequence
 
 from placement.objects.candidates.assemble import Assembler
 from placement.objects.candidates.choices import Combination
@@ -76,36 +76,44 @@ def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
     reused = {tree.root_id: listed for tree in trees
               if (listed := kept.get(tree.root_id)) is not None
               and listed.trees[0] is tree and listed.complete}
-    assembler: list[Assembler] = []
-
-    def candidates_of(tree: Tree) -> Iterator[Combination]:
-        # One assembler for every tree not reused, on first need: it
-        # judges providers once for all of them.
-        if not assembler:
-            assembler.append(Assembler(
-                Forest([t for t in trees if t.root_id not in reused]),
-                query, nested))
-        return assembler[0].candidates_of(tree.root_id)
-
-    return [_items(tree, reused.get(tree.root_id), kept, candidates_of)
-            for tree in trees]
+    builder = _Builder(trees, reused, query, nested)
+    return [builder.items(tree, reused.get(tree.root_id), kept) for tree in trees]
 
 
-def _items(tree: Tree, listed: CandidateList | None,
-           kept: dict[int, CandidateList],
-           candidates_of: Callable[[Tree], Iterator[Combination]]
-           ) -> Iterator[Item]:
-    if listed is None:
-        first = tuple(itertools.islice(candidates_of(tree), KEPT_PER_TREE + 1))
-        listed = CandidateList((tree,), first[:KEPT_PER_TREE],
-                               complete=len(first) <= KEPT_PER_TREE)
-        kept[tree.root_id] = listed
-    for index in range(len(listed.combinations)):
-        yield listed, index
-    if not listed.complete:
-        for combination in itertools.islice(
-                candidates_of(tree), KEPT_PER_TREE, None):
-            yield CandidateList(listed.trees, (combination,)), 0
+class _Builder:
+    """Builds the candidates of the trees not reused, with one assembler
+    for all of them, made on first need: it judges providers once for all
+    of them."""
+
+    def __init__(self, trees: Sequence[Tree], reused: dict[int, CandidateList],
+                 query: CandidateQuery, nested: bool) -> None:
+        self.trees = trees
+        self.reused = reused
+        self.query = query
+        self.nested = nested
+        self._assembler: Assembler | None = None
+
+    def assembler(self) -> Assembler:
+        if self._assembler is None:
+            self._assembler = Assembler(
+                Forest([t for t in self.trees if t.root_id not in self.reused]),
+                self.query, self.nested)
+        return self._assembler
+
+    def items(self, tree: Tree, listed: CandidateList | None,
+              kept: dict[int, CandidateList]) -> Iterator[Item]:
+        """The tree's candidates as items, its list built (and kept) when
+        the stream first reaches it."""
+        if listed is None:
+            first = self.assembler().first_candidates(tree.root_id, KEPT_PER_TREE + 1)
+            listed = CandidateList((tree,), first[:KEPT_PER_TREE],
+                                   complete=len(first) <= KEPT_PER_TREE)
+            kept[tree.root_id] = listed
+        yield from zip(itertools.repeat(listed), range(len(listed.combinations)))
+        if not listed.complete:
+            for combination in itertools.islice(
+                    self.assembler().candidates_of(tree.root_id), KEPT_PER_TREE, None):
+                yield CandidateList(listed.trees, (combination,)), 0
 
 
 def single(combinations: Iterator[Combination], forest: Forest) -> Iterator[Item]:

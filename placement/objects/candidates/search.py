@@ -105,25 +105,33 @@ def _statement(kind: str, by: str) -> Any:
     return _states(None if by == EVERYONE else _roots(by == "class_ids"))
 
 
-# The fields of a provider's state (see parse_state).
+# The fields of a provider's state (see parse_states).
 ID, GENERATION, PARENT, ROOT, UUID, AGGREGATES, USAGE = range(7)
+
+# Trees whose root ids differ only in their last digits in this base share
+# one state text (see _states).
+BUCKET = 64
 
 
 def _states(roots: Any) -> Any:
-    """One row per tree of these roots (every tree when ``roots`` is None):
-    the root id, a count of items and a text of them, ``;`` between items,
-    in the database's order, saying all that may change about the tree
-    without a generation bump, and the generations themselves:
+    """The state of the trees of these roots (every tree when ``roots`` is
+    None), all that may change about them without a generation bump and
+    the generations themselves, as texts: one row per bucket of trees
+    (roots ``r`` with the same ``r - r % BUCKET``) with the bucket, a count
+    of items and the items, ``;`` between them, in the database's order:
 
-    * ``p <id> <generation> <parent id> <uuid>`` for each provider;
-    * ``a <provider id> <aggregate id>`` for each aggregate membership;
-    * ``u <provider id> <class id> <used>`` for each class allocated from
-      a provider.
+    * ``<root> p <id> <generation> <parent id> <uuid>`` for each provider;
+    * ``<root> a <provider id> <aggregate id>`` for each aggregate
+      membership;
+    * ``<root> u <provider id> <class id> <used>`` for each class allocated
+      from a provider.
 
-    One text per tree makes the common case cheap: the worker compares it
-    with the text it read last time, and an equal text means an unchanged
-    tree.  Only the texts of changed trees are taken apart
-    (:func:`parse_state`).
+    A few texts make the common case cheap: the worker compares each with
+    the text it read last time, and an equal text means unchanged trees;
+    only the texts of changed buckets are taken apart (:func:`parse_states`).
+    A text per bucket rather than per tree keeps the database's grouping
+    small (tens of thousands of groups, each with its own buffer, spill
+    out of memory and come back in another order).
     """
     chosen: Any = _RP
     if roots is not None:
@@ -139,43 +147,46 @@ def _states(roots: Any) -> Any:
     root = chosen.c.root_provider_id
     items = sa.union_all(
         sa.select(root.label("root"), (
-            "p " + text(chosen.c.id) + " " + text(chosen.c.generation) + " "
-            + sa.func.coalesce(text(chosen.c.parent_provider_id), "") + " "
+            text(root) + " p " + text(chosen.c.id) + " " + text(chosen.c.generation)
+            + " " + sa.func.coalesce(text(chosen.c.parent_provider_id), "") + " "
             + chosen.c.uuid).label("item")),
-        sa.select(root, "a " + text(_RP_AGGS.c.resource_provider_id) + " "
-                  + text(_RP_AGGS.c.aggregate_id))
+        sa.select(root, text(root) + " a " + text(_RP_AGGS.c.resource_provider_id)
+                  + " " + text(_RP_AGGS.c.aggregate_id))
         .join(chosen, chosen.c.id == _RP_AGGS.c.resource_provider_id),
-        sa.select(root, "u " + text(_ALLOC.c.resource_provider_id) + " "
-                  + text(_ALLOC.c.resource_class_id) + " "
+        sa.select(root, text(root) + " u " + text(_ALLOC.c.resource_provider_id)
+                  + " " + text(_ALLOC.c.resource_class_id) + " "
                   + text(sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer)))
         .join(chosen, chosen.c.id == _ALLOC.c.resource_provider_id)
         .group_by(root, _ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id),
     ).subquery("items")
+    bucket = items.c.root - items.c.root % BUCKET
     return (
-        sa.select(items.c.root, sa.func.count(),
-                  sa.func.aggregate_strings(items.c.item, ";"))
-        .group_by(items.c.root)
+        sa.select(bucket, sa.func.count(), sa.func.aggregate_strings(items.c.item, ";"))
+        .group_by(bucket)
     )
 
 
-def parse_state(root_id: int, count: int, text: str
-                ) -> tuple[tuple[Any, ...], ...]:
-    """A tree's state text as one tuple per provider, in id order: (id,
-    generation, parent id, root id, uuid, aggregate ids, usage), the last
-    two sorted tuples of aggregate ids and of (class id, used) pairs.
-    Raises RuntimeError unless the text has ``count`` items (a database
-    may cut long texts)."""
-    places: list[tuple[int, int, int | None, str]] = []
+State = tuple[tuple[Any, ...], ...]
+
+
+def parse_states(count: int, text: str) -> dict[int, State]:
+    """The state of each tree of a bucket's text, by root id: one tuple per
+    provider, in id order: (id, generation, parent id, root id, uuid,
+    aggregate ids, usage), the last two sorted tuples of aggregate ids and
+    of (class id, used) pairs.  Raises RuntimeError unless the text has
+    ``count`` items (a database may cut long texts)."""
+    places: dict[int, list[tuple[int, int, int | None, str]]] = {}
     aggregates: dict[int, list[int]] = {}
     usage: dict[int, list[tuple[int, int]]] = {}
     items = text.split(";")
     try:
         for item in items:
-            kind, provider, *rest = item.split(" ")
+            root, kind, provider, *rest = item.split(" ")
             if kind == "p":
                 generation, parent, uuid = rest
-                places.append((int(provider), int(generation),
-                               int(parent) if parent else None, uuid))
+                places.setdefault(int(root), []).append((
+                    int(provider), int(generation), int(parent) if parent else None,
+                    uuid))
             elif kind == "a":
                 aggregates.setdefault(int(provider), []).append(int(rest[0]))
             else:
@@ -185,14 +196,13 @@ def parse_state(root_id: int, count: int, text: str
         count = -1
     if len(items) != count:
         raise RuntimeError(
-            "the state of the tree of provider %d was read cut short (%d "
-            "characters); on MySQL/MariaDB raise max_allowed_packet" % (
-                root_id, len(text)))
-    places.sort()
-    return tuple([
+            "the state of some providers was read cut short (%d characters); "
+            "on MySQL/MariaDB raise max_allowed_packet" % len(text))
+    return {root_id: tuple([
         (id_, generation, parent, root_id, uuid,
          tuple(sorted(aggregates.get(id_, ()))), tuple(sorted(usage.get(id_, ()))))
-        for id_, generation, parent, uuid in places])
+        for id_, generation, parent, uuid in sorted(providers)])
+        for root_id, providers in places.items()}
 
 
 def _inventories(provider_ids: Any) -> sa.Select[Any]:

@@ -85,7 +85,7 @@ class Tree:
     """The providers of one tree, as one search read them.
 
     ``providers`` are in id order.  ``state`` is what the database said of
-    the tree (see :func:`.search.parse_state`): the worker keeps the tree
+    the tree (see :func:`.search.parse_states`): the worker keeps the tree
     and compares the next read of it with ``state``; while they are equal,
     the tree and whatever was derived from it still hold (see
     :mod:`.cache`).  Trees may thus be shared by searches and are never
