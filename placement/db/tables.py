@@ -48,6 +48,8 @@ resource_providers = sa.Table(
     sa.UniqueConstraint("name", name="uniq_resource_providers0name"),
     sa.Index("resource_providers_root_provider_id_idx", "root_provider_id"),
     sa.Index("resource_providers_parent_provider_id_idx", "parent_provider_id"),
+    # Ids of deleted providers are not handed out again (migration 0002).
+    sqlite_autoincrement=True,
 )
 
 resource_classes = sa.Table(

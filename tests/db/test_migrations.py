@@ -128,3 +128,34 @@ def test_concurrent_syncs_both_succeed(backend: str) -> None:
             assert len(classes) == len(set(classes)) == len(os_resource_classes.STANDARDS)
         finally:
             db.dispose()
+
+
+def _create_provider(conn: sa.engine.Connection, number: int, **columns: object) -> int:
+    uuid = "00000000-0000-4000-8000-%012d" % number
+    conn.execute(tables.resource_providers.insert().values(
+        uuid=uuid, name="rp%d" % number, **columns))
+    return conn.execute(sa.select(tables.resource_providers.c.id).where(
+        tables.resource_providers.c.uuid == uuid)).scalar_one()
+
+
+def test_provider_ids_are_never_reused(empty_db: Database) -> None:
+    # Providers written before revision 0002 keep their ids and tree
+    # links; afterwards the newest provider's id, once deleted, is not
+    # handed out again (workers key what they keep of a provider by id).
+    migration.upgrade(empty_db, "0001")
+    rps = tables.resource_providers
+    with empty_db.writer() as conn:
+        first = _create_provider(conn, 1)
+        conn.execute(rps.update().values(root_provider_id=first))
+        child = _create_provider(conn, 2, root_provider_id=first, parent_provider_id=first)
+    migration.upgrade(empty_db)
+    assert _differences(empty_db) == []
+    with empty_db.writer() as conn:
+        kept = conn.execute(sa.select(rps.c.id, rps.c.root_provider_id,
+                                      rps.c.parent_provider_id).order_by(rps.c.id)).all()
+        assert [tuple(row) for row in kept] == [(first, first, None),
+                                                 (child, first, first)]
+        newest = _create_provider(conn, 3)
+        conn.execute(rps.delete().where(rps.c.id == newest))
+    with empty_db.writer() as conn:
+        assert _create_provider(conn, 3) > newest

@@ -9,9 +9,10 @@ valid only while what it was made from is unchanged:
 *entries*
     a provider's inventories and traits.  Every write that changes them
     checks and bumps the provider's generation in the same transaction, so
-    an entry stays good as long as the provider's generation (and uuid:
-    SQLite and older MySQL may give a deleted provider's id to a new one)
-    is the one the search reads first.  Entries are read after that
+    an entry stays good as long as the provider's generation (and uuid)
+    is the one the search reads first.  That relies on ids never being
+    reused: a provider deleted and created again under the same uuid starts
+    again at the same generations (see migration 0002 for SQLite).  Entries are read after that
     generation, so at worst they are newer than it, and a newer generation
     then makes the next search read them again.
 *trees*
