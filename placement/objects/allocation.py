@@ -17,7 +17,7 @@ How a write stays right under concurrency (``replace_all``):
    MySQL takes no gap locks), insert the new ones in one batch, save the
    consumers with a compare-and-swap on their generation (creating missing
    projects, users and consumer types on the way), and increment the
-   generation of every provider whose allocations changed, old and new.
+   generations of providers as :func:`bumped_provider_ids` says.
 3. A deadlock, or a consumer changed or created by someone else since the
    plan (the compare-and-swap or the unique consumer uuid tells), rolls
    the transaction back and the whole write starts again from step 1, up
@@ -96,10 +96,6 @@ class WriteState:
 
     stored: dict[str, consumer_obj.StoredConsumer]
     old: tuple[consumer_obj.StoredAllocation, ...]
-
-    @property
-    def old_provider_ids(self) -> set[int]:
-        return {row.resource_provider_id for row in self.old}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,8 +288,16 @@ def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
     consumer_obj.save_in(conn, _consumer_writes(conn, plan), state.stored)
 
 
-def touched_provider_ids(plan: Plan, state: WriteState) -> set[int]:
-    return set(plan.provider_ids.values()) | state.old_provider_ids
+def bumped_provider_ids(plan: Plan, state: WriteState) -> set[int]:
+    """The providers whose generation a write increments, as OpenStack
+    Placement's clients know it: those consumers are given allocations on,
+    and those left by a consumer whose allocations are all removed.  A
+    provider a consumer moves away from keeps its generation: taking
+    allocations away can overcommit nothing, and writers of a provider are
+    serialised by its lock, not by its generation."""
+    emptied = {claim.consumer_uuid for claim in plan.claims if not claim.resources}
+    return ({plan.provider_ids[uuid] for claim in plan.claims for uuid in claim.resources}
+            | {row.resource_provider_id for row in state.old if row.consumer_id in emptied})
 
 
 def bump_providers_in(conn: sa.engine.Connection, provider_ids: Iterable[int]) -> None:
@@ -360,7 +364,7 @@ def replace_all(ctx: Any, claims: Sequence[ConsumerClaim]) -> None:
             check_claims_in(plan, state)
             check_capacity_in(conn, plan, state)
             apply_in(conn, plan, state)
-            bump_providers_in(conn, touched_provider_ids(plan, state))
+            bump_providers_in(conn, bumped_provider_ids(plan, state))
 
     with_retries(ctx, attempt)
 
@@ -377,8 +381,8 @@ def delete_all_for_consumer(ctx: Any, consumer_uuid: str) -> None:
             state = begin_in(conn, plan)
             if not state.old:
                 raise exceptions.ConsumerAllocationsNotFound(uuid=consumer_uuid)
+            # Like OpenStack Placement, no provider generation changes.
             apply_in(conn, plan, state)
-            bump_providers_in(conn, touched_provider_ids(plan, state))
 
     with_retries(ctx, attempt)
 

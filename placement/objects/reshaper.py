@@ -105,6 +105,6 @@ def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
             # inventories it replaced; the others touched get theirs here.
             inventory_ids = {rp.id for rp in current.values()}
             alloc_obj.bump_providers_in(
-                conn, alloc_obj.touched_provider_ids(plan, state) - inventory_ids)
+                conn, alloc_obj.bumped_provider_ids(plan, state) - inventory_ids)
 
     alloc_obj.with_retries(ctx, attempt)
