@@ -182,3 +182,38 @@ def test_a_tree_read_in_another_order_is_the_same_tree(
         again, = loader.relevant_trees([classes["VCPU"]])
     assert again is tree
     assert loader.cache.bucket_trees(bucket, shuffled) == (tree,)
+
+
+def test_trees_of_every_bucket_are_built_together(
+        served: tuple[Any, Database], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cold worker meets many buckets of changed trees; building them
+    # bucket by bucket would read entries once per bucket.
+    application, db = served
+    _provider(application, HOST1, {"VCPU": 8})
+    _provider(application, HOST2, {"VCPU": 4})
+    _provider(application, FPGA_HOST, {"VCPU": 2})
+    real_fetch = search.fetch
+    builds: list[int] = []
+
+    def one_bucket_per_tree(conn: Any, kind: str, params: Any) -> list[Any]:
+        rows = real_fetch(conn, kind, params)
+        if kind != "states":
+            return rows
+        items = [item for _bucket, _count, text in rows for item in text.split(";")]
+        roots = sorted({int(item.split(" ")[0]) for item in items})
+        return [(root, len(mine), ";".join(mine)) for root in roots
+                if (mine := [i for i in items if int(i.split(" ")[0]) == root])]
+
+    real_build = Loader._build
+
+    def counted_build(self: Loader, states: list[Any]) -> list[Any]:
+        builds.append(len(states))
+        return real_build(self, states)
+
+    monkeypatch.setattr(search, "fetch", one_bucket_per_tree)
+    monkeypatch.setattr(Loader, "_build", counted_build)
+    with db.reader() as conn:
+        classes, _traits = search.check_names(conn, [])
+        trees = Loader(conn, classes).relevant_trees([classes["VCPU"]])
+    assert len(trees) == 3
+    assert builds == [3]

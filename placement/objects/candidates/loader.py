@@ -92,37 +92,46 @@ class Loader:
         rows = search.fetch(self.conn, "states", params)
         rows.sort()
         cache = self.cache
-        found: list[Tree] = []
+        # Per bucket: its trees as kept (with None), or none yet and its
+        # trees by root, None for a tree whose state changed (in ``changed``).
+        buckets: list[tuple[tuple[Tree, ...], int, str, dict[int, Tree | None] | None]] = []
+        changed: list[search.State] = []
         for bucket, count, text in rows:
             known = cache.bucket_trees(bucket, text)
-            if known is None:
-                # Equal to no text taken apart before: the trees of this
-                # bucket are taken one by one.
-                known = self._bucket(search.parse_states(count, text))
-                if cache.names_classes_as(self.class_names):
-                    cache.put_bucket(bucket, text, known)
-            found += known
-        return found
-
-    def _bucket(self, states: dict[int, search.State]) -> tuple[Tree, ...]:
-        """The trees of these states, in root order: the kept ones where
-        the state is the same, the others built."""
-        cache = self.cache
-        trees: dict[int, Tree] = {}
-        changed: list[search.State] = []
-        for root, state in states.items():
-            kept = cache.trees.get(root)
-            if kept is not None and kept.state == state:
-                trees[root] = kept
-            else:
-                changed.append(state)
+            if known is not None:
+                buckets.append((known, bucket, text, None))
+                continue
+            # Equal to no text taken apart before: the trees of this
+            # bucket are compared one by one.
+            compared: dict[int, Tree | None] = {}
+            for root, state in search.parse_states(count, text).items():
+                kept = cache.trees.get(root)
+                if kept is not None and kept.state == state:
+                    compared[root] = kept
+                else:
+                    compared[root] = None
+                    changed.append(state)
+            buckets.append(((), bucket, text, compared))
+        built: dict[int, Tree] = {}
         if changed:
-            keep = cache.names_classes_as(self.class_names)
-            for tree in self._build(changed):
-                trees[tree.root_id] = tree
-                if keep:
-                    cache.put_tree(tree)
-        return tuple([trees[root] for root in sorted(trees)])
+            # Every changed tree of every bucket at once: one read of the
+            # entries they lack, not one per bucket.
+            built = {tree.root_id: tree for tree in self._build(changed)}
+        keep = cache.names_classes_as(self.class_names)
+        found: list[Tree] = []
+        for known, bucket, text, trees in buckets:
+            if trees is None:
+                found += known
+                continue
+            ordered = tuple([built[root] if tree is None else tree
+                             for root, tree in sorted(trees.items())])
+            if keep:
+                for tree in ordered:
+                    if tree.root_id in built:
+                        cache.put_tree(tree)
+                cache.put_bucket(bucket, text, ordered)
+            found += ordered
+        return found
 
     def _build(self, states: list[search.State]) -> list[Tree]:
         """Trees made from their states (see :func:`.search.parse_states`)."""
