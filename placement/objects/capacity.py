@@ -41,14 +41,26 @@ def usage_of_inventory() -> sa.ScalarSelect[Any]:
     )
 
 
+# MySQL/MariaDB keep allocation_ratio as a single-precision FLOAT and hand
+# it to Python as the shortest decimal that rounds to it, so the product
+# in SQL can fall a hair short of Python's: 10 * 0.9 is 8.99999976 there,
+# 9 in Python.  The pre-selection must keep every tree Python's check
+# accepts, so its bound is widened by one part in a million, far more
+# than that error; the few trees this lets through in excess are dropped
+# by Python's check, which decides.
+_RATIO_SLACK = 1.000001
+
+
 def _fits(row: Any, class_id: int, amount: int) -> sa.ColumnElement[bool]:
-    """The inventory ``row`` is of this class and can take ``amount`` more."""
+    """The inventory ``row`` is of this class and may take ``amount`` more
+    (see _RATIO_SLACK)."""
     return sa.and_(
         row.resource_class_id == class_id,
         row.min_unit <= amount,
         row.max_unit >= amount,
         sa.literal(amount) % row.step_size == 0,
-        row.used + amount <= (row.total - row.reserved) * row.allocation_ratio,
+        row.used + amount
+        <= (row.total - row.reserved) * row.allocation_ratio * _RATIO_SLACK,
     )
 
 
