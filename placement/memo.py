@@ -25,12 +25,21 @@ class Memoized(Protocol):
 Holder = TypeVar("Holder", bound=Memoized)
 
 
+def recall(holder: Memoized, key: Hashable) -> Any:
+    """What was kept in ``holder.memo`` under ``key``, else None."""
+    kept = holder.memo
+    return kept[1] if kept is not None and kept[0] == key else None
+
+
+def keep(holder: Memoized, key: Hashable, value: Any) -> None:
+    holder.memo = (key, value)
+
+
 def remembered(holder: Holder, key: Hashable, derive: Callable[[Holder], Value]
                ) -> Value:
     """What ``derive(holder)`` gives, kept in ``holder.memo`` under ``key``."""
-    kept = holder.memo
-    if kept is not None and kept[0] == key:
-        return kept[1]  # type: ignore[no-any-return]
-    value = derive(holder)
-    holder.memo = (key, value)
-    return value
+    value = recall(holder, key)
+    if value is None:
+        value = derive(holder)
+        keep(holder, key, value)
+    return value  # type: ignore[no-any-return]

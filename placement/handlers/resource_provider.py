@@ -11,7 +11,7 @@ from typing import Any
 
 import webob
 
-from placement import errors, exceptions, policies, querystring, responses
+from placement import errors, exceptions, memo, policies, querystring, responses
 from placement.objects import provider_filter
 from placement.objects import resource_provider as rp_obj
 from placement.request import PlacementRequest
@@ -51,26 +51,16 @@ def render_provider(provider: rp_obj.ResourceProvider, version: tuple[int, int],
 
 
 # Stand-ins for a provider's fields in the serialised template of
-# :func:`_list_body`: characters that URL quoting and JSON leave alone, in
+# :func:`_provider_texts`: characters that URL quoting and JSON leave alone, in
 # words no provider's uuid or URL prefix holds.
 _MARKS = {field: "MARK-%s-f0e1d2c3" % field
           for field in ("uuid", "name", "generation", "parent", "root")}
 
 
-def _list_body(providers: list[rp_obj.ResourceProvider],
-               version: tuple[int, int], script_name: str) -> bytes:
-    """The JSON of a provider list, byte for byte what json.dumps would
-    write for the rendered providers."""
-    return _joined(_provider_texts(providers, version, script_name))
-
-
-def _joined(texts: list[str]) -> bytes:
-    return ('{"resource_providers": [%s]}' % ", ".join(texts)).encode()
-
-
 def _provider_texts(providers: list[rp_obj.ResourceProvider],
                     version: tuple[int, int], script_name: str) -> list[str]:
-    """The JSON text of each provider of a list.
+    """The JSON text of each provider of a list, byte for byte what
+    json.dumps would write for the rendered provider.
 
     Lists run to thousands of providers, each with up to six links; one
     provider serialised with stand-in fields becomes a format string, so
@@ -109,16 +99,15 @@ def _listed_body(listed: list[provider_filter.ListedProvider],
     point wrote it: the list keeps providers that have not changed (see
     objects.provider_filter and placement.memo)."""
     key = ("provider list", version, script_name)
-    texts: list[bytes | None] = [
-        kept[1] if (kept := known.memo) is not None and kept[0] == key else None
-        for known in listed]
+    texts: list[bytes | None] = [memo.recall(known, key) for known in listed]
     missing = [i for i, text in enumerate(texts) if text is None]
     if missing:
+        # The texts not kept, written together (one template for all).
         fresh = _provider_texts([listed[i].provider for i in missing], version,
                                 script_name)
         for i, text in zip(missing, fresh, strict=True):
             encoded = texts[i] = text.encode()
-            listed[i].memo = (key, encoded)
+            memo.keep(listed[i], key, encoded)
     return [b'{"resource_providers": [', b", ".join(texts),  # type: ignore[arg-type]
             b"]}"]
 

@@ -40,7 +40,6 @@ from placement.objects.candidates import cache as provider_cache
 from placement.objects.candidates import choices, search
 from placement.objects.candidates.cache import Entry
 from placement.objects.candidates.loader import Loader
-from placement.objects.candidates.trees import Inventory
 from placement.request_groups import RequestGroup
 
 _RP = tables.resource_providers
@@ -315,8 +314,9 @@ class _Listing:
                 used = usage.get(known.provider.id) if usage else None
                 serves: bool | None
                 if used:
-                    serves = choices.serves_all(self._with_usage(entry, used),
-                                                resources)
+                    assert self.loader is not None
+                    serves = choices.serves_all(
+                        self.loader.with_usage(entry.inventories, used), resources)
                 else:
                     serves = serving.get(id(entry.inventories))
                     if serves is None:
@@ -328,20 +328,8 @@ class _Listing:
                 traits = entry.traits
                 ok = suitable.get(id(traits))
                 if ok is None:
-                    ok = suitable[id(traits)] = (choices.has_traits(traits, group)
-                                                 and group.forbidden.isdisjoint(traits))
+                    ok = suitable[id(traits)] = choices.suits_traits(traits, group)
                 if not ok:
                     continue
             fitting.append(known)
         return fitting
-
-    def _with_usage(self, entry: Entry, used: list[tuple[int, int]]
-                    ) -> dict[str, Inventory]:
-        assert self.loader is not None
-        inventories = dict(entry.inventories)
-        for class_id, amount in used:
-            name = self.loader.class_name(class_id)
-            inventory = inventories.get(name)
-            if inventory is not None:
-                inventories[name] = inventory._replace(used=amount)
-        return inventories

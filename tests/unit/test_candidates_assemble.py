@@ -14,12 +14,20 @@ from tests.unit.candidate_trees import forest, gpu_groups, group, inv, wide_host
 SHARES = "MISC_SHARES_VIA_AGGREGATE"
 
 
+def select(assembler: assemble.Assembler, *, limit: int | None, randomize: bool,
+           max_candidates: int, strategy: str, **shuffle: Any) -> list[Any]:
+    """The candidates to return of all ``assembler`` can build."""
+    return assemble.choose(assembler.generate(strategy),  # type: ignore[arg-type]
+                           limit=limit, randomize=randomize,
+                           max_candidates=max_candidates, **shuffle)
+
+
 def run(trees: Forest, *groups: RequestGroup, nested: bool = True,
         limit: int | None = None, max_candidates: int = -1,
         strategy: str = assemble.DEPTH_FIRST, **wide: Any) -> list[Any]:
     query = CandidateQuery(groups=groups, **wide)
     assembler = assemble.Assembler(trees, query, nested)
-    combos = assemble.select(assembler, limit=limit, randomize=False,
+    combos = select(assembler, limit=limit, randomize=False,
                              max_candidates=max_candidates, strategy=strategy)
     return [readable(c) for c in combos]
 
@@ -152,7 +160,7 @@ def test_limit_stops_the_enumeration() -> None:
     trees = wide_hosts(200)
     query = CandidateQuery(groups=tuple(gpu_groups()), group_policy="isolate")
     assembler = assemble.Assembler(trees, query)
-    combos = assemble.select(assembler, limit=10, randomize=False,
+    combos = select(assembler, limit=10, randomize=False,
                              max_candidates=-1, strategy=assemble.DEPTH_FIRST)
     assert len(combos) == 10
     # Only the first host was looked at.
@@ -181,7 +189,7 @@ def test_generation_strategy(strategy: str, roots: list[int]) -> None:
 def test_randomized_selection_shuffles_before_the_limit() -> None:
     trees = wide_hosts(2)
     query = CandidateQuery(groups=tuple(gpu_groups()), group_policy="isolate")
-    combos = assemble.select(
+    combos = select(
         assemble.Assembler(trees, query), limit=3, randomize=True,
         max_candidates=-1, strategy=assemble.DEPTH_FIRST,
         shuffle=lambda items: items.reverse())
@@ -194,7 +202,7 @@ def test_summaries_cover_whole_trees_from_nested_versions() -> None:
     trees = forest(*COMPUTE)
     query = CandidateQuery(groups=(group(resources={"VCPU": 1}),),
                            same_subtree=())
-    combos = assemble.select(assemble.Assembler(trees, query), limit=1,
+    combos = select(assemble.Assembler(trees, query), limit=1,
                              randomize=False, max_candidates=-1,
                              strategy=assemble.DEPTH_FIRST)
     chosen = tuple(reuse.single(iter(combos), trees))

@@ -236,12 +236,3 @@ def choose(stream: Iterator[Item], *, limit: int | None, randomize: bool,
             chosen = chosen[:limit]
     return chosen
 
-
-def select(assembler: Assembler, *, limit: int | None, randomize: bool,
-           max_candidates: int, strategy: str,
-           shuffle: Callable[[list[Combination]], None] = random.shuffle
-           ) -> list[Combination]:
-    """The candidates to return of all ``assembler`` can build (see
-    :func:`choose`)."""
-    return choose(assembler.generate(strategy), limit=limit, randomize=randomize,
-                  max_candidates=max_candidates, shuffle=shuffle)

@@ -44,6 +44,12 @@ def has_traits(traits: AbstractSet[str], group: RequestGroup) -> bool:
     return True
 
 
+def suits_traits(traits: AbstractSet[str], group: RequestGroup) -> bool:
+    """Whether ``traits`` satisfy the group: every required any-of set,
+    nothing forbidden."""
+    return has_traits(traits, group) and group.forbidden.isdisjoint(traits)
+
+
 def in_aggregates(aggregates: AbstractSet[str], group: RequestGroup) -> bool:
     """Whether ``aggregates`` hold one of each of the group's any-of sets
     and none of its forbidden aggregates."""
@@ -119,8 +125,7 @@ class GroupSearch:
             traits = provider.traits
             suitable = suitable_traits.get(id(traits))
             if suitable is None:
-                suitable = suitable_traits[id(traits)] = (
-                    has_traits(traits, group) and group.forbidden.isdisjoint(traits))
+                suitable = suitable_traits[id(traits)] = suits_traits(traits, group)
             if not suitable:
                 continue
             aggregates = provider.aggregates

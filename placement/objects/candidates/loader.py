@@ -139,7 +139,6 @@ class Loader:
         entries = self.entries([(row[search.ID], row[search.GENERATION], row[search.UUID])
                                 for row in rows])
         aggregate_sets = self._aggregate_sets(rows)
-        class_name = self.class_name
         trees = []
         for state in states:
             providers = []
@@ -148,18 +147,26 @@ class Loader:
                 entry = entries[provider_id]
                 inventories = entry.inventories
                 if usage:
-                    inventories = dict(inventories)
-                    for class_id, used in usage:
-                        name = class_name(class_id)
-                        inventory = inventories.get(name)
-                        if inventory is not None:
-                            inventories[name] = inventory._replace(used=used)
+                    inventories = self.with_usage(inventories, usage)
                 providers.append(Provider(
                     provider_id, uuid, parent_id, root_id, inventories,
                     entry.traits,
                     aggregate_sets[aggregates] if aggregates else _NO_AGGREGATES))
             trees.append(Tree(providers, state))
         return trees
+
+    def with_usage(self, inventories: dict[str, Inventory],
+                   usage: Iterable[tuple[int, int]]) -> dict[str, Inventory]:
+        """A copy of a provider's ``inventories`` with the ``(class id,
+        used)`` pairs of its usage applied (entries are shared by like
+        providers, so they hold none)."""
+        inventories = dict(inventories)
+        for class_id, used in usage:
+            name = self.class_name(class_id)
+            inventory = inventories.get(name)
+            if inventory is not None:
+                inventories[name] = inventory._replace(used=used)
+        return inventories
 
     def entries(self, providers: Iterable[tuple[int, int, str]]
                 ) -> dict[int, provider_cache.Entry]:
