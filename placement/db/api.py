@@ -224,9 +224,9 @@ def _tune_sqlite(engine: sa.engine.Engine) -> None:
 
 def _tune_mysql(engine: sa.engine.Engine) -> None:
     """Let GROUP_CONCAT build texts as long as a row may be.  The defaults
-    (1 KiB on MySQL, 1 MiB on MariaDB) would cut the state text the
-    candidate search reads per tree (objects/candidates/search.py) on
-    large trees; that search also checks every text it takes apart."""
+    (1 KiB on MySQL, 1 MiB on MariaDB) would cut the state texts the
+    candidate search reads per bucket of trees (objects/candidates/search.py);
+    that search also checks every text it takes apart."""
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, record):  # type: ignore[no-untyped-def]

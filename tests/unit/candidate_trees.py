@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
-from placement.objects.candidates.trees import Forest, Inventory, Provider
+from placement.objects.candidates.trees import Forest, Inventory, Provider, Tree
 from placement.request_groups import RequestGroup
 
 
@@ -13,6 +13,14 @@ def inv(total: int, *, reserved: int = 0, max_unit: int | None = None,
         ) -> Inventory:
     return Inventory(total, reserved, min_unit, total if max_unit is None else max_unit,
                      step, ratio, used)
+
+
+def forest_of(providers: Iterable[Provider]) -> Forest:
+    """A forest of loose providers, grouped into their trees."""
+    by_root: dict[int, list[Provider]] = {}
+    for provider in providers:
+        by_root.setdefault(provider.root_id, []).append(provider)
+    return Forest([Tree(by_root[root]) for root in sorted(by_root)])
 
 
 def forest(*specs: tuple[Any, ...]) -> Forest:
@@ -24,7 +32,7 @@ def forest(*specs: tuple[Any, ...]) -> Forest:
         root = id_ if parent is None else providers[parent].root_id
         providers[id_] = Provider(id_, "uuid-%d" % id_, parent, root,
                                   dict(inventories), traits, aggs)
-    return Forest.of(providers.values())
+    return forest_of(providers.values())
 
 
 def group(suffix: str = "", resources: dict[str, int] | None = None,

@@ -9,7 +9,14 @@ import pytest
 from placement.objects.candidates import Candidates, assemble, reuse, summary
 from placement.objects.candidates.trees import Forest, Inventory, Provider
 from placement.request_groups import CandidateQuery, RequestGroup
-from tests.unit.candidate_trees import forest, gpu_groups, group, inv, wide_hosts
+from tests.unit.candidate_trees import (
+    forest,
+    forest_of,
+    gpu_groups,
+    group,
+    inv,
+    wide_hosts,
+)
 
 SHARES = "MISC_SHARES_VIA_AGGREGATE"
 
@@ -219,7 +226,7 @@ def test_like_hosts_sharing_their_sets_are_still_judged_one_by_one() -> None:
     inventories = {"VCPU": inv(4)}
     traits = frozenset({"CUSTOM_FAST"})
     in_agg, elsewhere = frozenset({"agg"}), frozenset({"other"})
-    hosts = Forest.of([
+    hosts = forest_of([
         Provider(1, "uuid-1", None, 1, inventories, traits, in_agg),
         Provider(2, "uuid-2", None, 2, inventories, traits, elsewhere),
         Provider(3, "uuid-3", None, 3, {"VCPU": inv(4, used=4)}, traits, in_agg),

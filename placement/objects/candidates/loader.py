@@ -26,6 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import sqlalchemy as sa
 
+from placement.objects import resource_class as rc_obj
 from placement.objects.candidates import cache as provider_cache
 from placement.objects.candidates import search
 from placement.objects.candidates.trees import Inventory, Provider, Tree
@@ -49,7 +50,7 @@ class Loader:
         inventory or allocations, while this search ran)."""
         name = self.class_names.get(class_id)
         if name is None:
-            self.class_names = search.class_names(self.conn)
+            self.class_names = rc_obj.names_by_id(self.conn)
             self.cache.check_class_names(self.class_names)
             name = self.class_names[class_id]
         return name

@@ -59,12 +59,6 @@ def check_names(conn: sa.engine.Connection, traits: Sequence[str]
     return found["c"], found["t"]
 
 
-def class_names(conn: sa.engine.Connection) -> dict[int, str]:
-    """Every resource class, by id."""
-    return {class_id: name for class_id, name in conn.execute(
-        sa.select(_RC.c.id, _RC.c.name))}
-
-
 def _roots(by_class: bool) -> Any:
     """The trees to read: a subquery of the roots of the trees having
     inventory of any class of the ``class_ids`` parameter, or the

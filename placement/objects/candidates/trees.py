@@ -112,14 +112,6 @@ class Tree:
 _CLASS_SETS: dict[frozenset[str], frozenset[str]] = {}
 
 
-def trees_of(providers: Iterable[Provider]) -> list[Tree]:
-    """Providers grouped into their trees, by root id."""
-    by_root: dict[int, list[Provider]] = {}
-    for provider in providers:
-        by_root.setdefault(provider.root_id, []).append(provider)
-    return [Tree(by_root[root]) for root in sorted(by_root)]
-
-
 class Forest:
     """The trees a search works on, their providers by id, and who shares
     with whom.
@@ -136,11 +128,6 @@ class Forest:
         self.anchors: dict[int, list[int]] = (
             self._sharing_anchors()
             if any(tree.sharing for tree in self.trees.values()) else {})
-
-    @classmethod
-    def of(cls, providers: Iterable[Provider]) -> Forest:
-        """A forest of loose providers, grouped into trees here."""
-        return cls(trees_of(providers))
 
     def _sharing_anchors(self) -> dict[int, list[int]]:
         sharing = [p for p in self.providers.values() if p.is_sharing]
