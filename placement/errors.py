@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+import webob.acceptparse
 import webob.exc
 
 DEFAULT = "placement.undefined_code"
@@ -115,6 +116,21 @@ class ServiceUnavailable(ApiError):
     title = "Service Unavailable"
 
 
+def _as_placement_sees_it(environ: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The request values webob's error templates read, as Placement has them.
+
+    Placement treats a missing, empty or ``*/*`` Accept as
+    ``application/json`` (its errors are JSON unless the client prefers
+    something else), and the 406 sentence shows that value.
+    """
+    values = dict(environ or {})
+    if values.get("HTTP_ACCEPT", "*/*") in ("", "*/*"):
+        values["HTTP_ACCEPT"] = "application/json"
+    values.setdefault("REQUEST_METHOD", "GET")
+    values.setdefault("CONTENT_TYPE", "")
+    return values
+
+
 def full_detail(status: int, detail: str,
                 environ: Mapping[str, Any] | None = None) -> str:
     """The ``detail`` text as Placement clients see it.
@@ -129,16 +145,36 @@ def full_detail(status: int, detail: str,
     exc_class = webob.exc.status_map.get(status)
     if exc_class is None:
         return "\n\n %s  " % detail
-    values = dict(environ or {})
-    # Placement asks for JSON errors by setting a missing or "*/*" Accept to
-    # application/json, and the 406 sentence shows that value.
-    if values.get("HTTP_ACCEPT", "*/*") == "*/*":
-        values["HTTP_ACCEPT"] = "application/json"
-    values.setdefault("REQUEST_METHOD", "GET")
-    values.setdefault("CONTENT_TYPE", "")
     exc = exc_class(detail=detail)
-    body = exc._make_body(values, webob.exc.no_escape)  # the template, filled in
+    body = exc._make_body(_as_placement_sees_it(environ),
+                          webob.exc.no_escape)  # the template, filled in
     return str(webob.exc.strip_tags(body))
+
+
+def media_type(status: int, environ: Mapping[str, Any] | None = None) -> str:
+    """The type of an error body: what the client's Accept prefers.
+
+    Placement's errors are webob's, and webob offers ``text/html`` and
+    ``application/json`` and falls back to ``text/plain`` when the client
+    accepts neither; an Accept header webob cannot parse gets the first
+    offer, HTML.  A missing, empty or ``*/*`` Accept means JSON.
+    """
+    if status not in webob.exc.status_map:
+        return "application/json"
+    accept = webob.acceptparse.create_accept_header(
+        _as_placement_sees_it(environ)["HTTP_ACCEPT"])
+    offers = accept.acceptable_offers(offers=["text/html", "application/json"])
+    return offers[0][0] if offers else "text/plain"
+
+
+def page(status: int, detail: str, environ: Mapping[str, Any] | None,
+         kind: str) -> bytes:
+    """The ``text/html`` or ``text/plain`` error body, written by webob
+    itself from its templates, as Placement's are."""
+    exc = webob.exc.status_map[status](detail=detail)
+    values = _as_placement_sees_it(environ)
+    text = exc.html_body(values) if kind == "text/html" else exc.plain_body(values)
+    return str(text).encode("utf-8")
 
 
 def render(

@@ -1,4 +1,8 @@
-"""Turning :class:`placement.errors.ApiError` into a WSGI response."""
+"""Turning :class:`placement.errors.ApiError` into a WSGI response.
+
+This is the one place that chooses an error body's type: JSON, or the
+HTML or plain text page webob writes, after the request's Accept header.
+"""
 
 from __future__ import annotations
 
@@ -16,17 +20,24 @@ REQUEST_ID_HEADER = "x-openstack-request-id"
 def error_response(environ: dict[str, Any], exc: errors.ApiError) -> webob.Response:
     version = environ.get(VERSION_ENVIRON)
     resp = webob.Response(status=exc.status, charset=None)
-    resp.content_type = "application/json"
-    resp.body = errors.render(
-        exc.status,
-        exc.title,
-        exc.detail,
-        environ.get(REQUEST_ID_ENVIRON),
-        code=exc.code,
-        version=version,
-        extra=exc.extra,
-        environ=environ,
-    )
+    kind = errors.media_type(exc.status, environ)
+    if kind == "application/json":
+        resp.content_type = kind
+        resp.body = errors.render(
+            exc.status,
+            exc.title,
+            exc.detail,
+            environ.get(REQUEST_ID_ENVIRON),
+            code=exc.code,
+            version=version,
+            extra=exc.extra,
+            environ=environ,
+        )
+    else:
+        # webob's pages are text, sent as UTF-8 and labelled so.
+        resp.content_type = kind
+        resp.charset = "UTF-8"
+        resp.body = errors.page(exc.status, exc.detail, environ, kind)
     for name, value in exc.headers.items():
         resp.headers[name] = value
     if version is not None:
