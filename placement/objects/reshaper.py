@@ -68,6 +68,28 @@ def _refuse_uninventoried_allocations(conn: sa.engine.Connection,
             resource_provider=provider.uuid)
 
 
+def _bump_as_placement_does(conn: sa.engine.Connection,
+                            inventories: Sequence[ProviderInventories],
+                            current: Mapping[str, rp_obj.ResourceProvider],
+                            allocated_ids: set[int]) -> None:
+    """Leave every generation where OpenStack Placement's reshape leaves it.
+
+    Placement reshapes in steps that each bump: an interim inventory (the
+    old and new classes together) and then the final one for each provider
+    in ``inventories`` (a single step when the new inventory is empty),
+    and between them one allocation write, which bumps the providers any
+    allocation write bumps (:func:`allocation.bumped_provider_ids`), once
+    each however many consumers move.  A reshape of a parent and a child
+    with two consumers thus moves both by three.  Clients that chain
+    reshapes or cache generations need the same numbers, so we add the
+    same amounts, though one transaction needs only one bump.
+    ``replace_in`` has already made one bump for each inventory provider.
+    """
+    alloc_obj.bump_providers_in(conn, allocated_ids)
+    alloc_obj.bump_providers_in(conn, {
+        current[item.provider_uuid].id for item in inventories if item.inventories})
+
+
 def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
             claims: Sequence[alloc_obj.ConsumerClaim]) -> None:
     """Raises InventoryProviderNotFound, ProviderNotFound (in allocations),
@@ -101,10 +123,7 @@ def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
             alloc_obj.apply_in(conn, plan, state)
             for provider in current.values():
                 _refuse_uninventoried_allocations(conn, provider)
-            # replace_in incremented the generations of the providers whose
-            # inventories it replaced; the others touched get theirs here.
-            inventory_ids = {rp.id for rp in current.values()}
-            alloc_obj.bump_providers_in(
-                conn, alloc_obj.bumped_provider_ids(plan, state) - inventory_ids)
+            _bump_as_placement_does(conn, inventories, current,
+                                    alloc_obj.bumped_provider_ids(plan, state))
 
     alloc_obj.with_retries(ctx, attempt)
