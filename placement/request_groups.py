@@ -39,6 +39,7 @@ SAME_SUBTREE_SINCE: Version = (1, 36)
 # The four per-group parameters and a suffix: digits before 1.33, then
 # 1-64 letters, digits, "_" or "-".
 _GROUP_KEY = re.compile(r"^(resources|required|member_of|in_tree)(.*)$")
+_LIMIT = re.compile(r"^[1-9][0-9]*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +191,9 @@ def _same_subtree(pairs: Sequence[tuple[str, str]], version: Version
         return ()
     lists = []
     for value in _values(pairs, "same_subtree"):
-        suffixes = tuple(dict.fromkeys(value.split(",")))
+        # Clients join suffixes with ", " as often as with ","; Placement
+        # strips the blanks around each.
+        suffixes = tuple(dict.fromkeys(s.strip() for s in value.split(",")))
         if UNNUMBERED in suffixes:
             raise errors.BadRequest(
                 "Empty string (unsuffixed group) can not be specified in "
@@ -224,9 +227,15 @@ def _check_orphans(pairs: Sequence[tuple[str, str]],
 
 def _check_structure(groups: Sequence[RequestGroup],
                      same_subtree: Sequence[tuple[str, ...]],
-                     group_policy: str | None) -> None:
+                     group_policy: str | None, version: Version) -> None:
     """The rules that relate groups to each other and to same_subtree."""
     if not any(group.resources for group in groups):
+        if version < SAME_SUBTREE_SINCE:
+            # Placement words this differently, without a specific code,
+            # from granular groups (1.25) until resourceless groups (1.36).
+            raise errors.BadRequest(
+                "At least one request group (`resources` or `resources{$S}`) "
+                "is required.")
         raise errors.BadRequest(
             "There must be at least one resources or resources[$S] parameter.",
             code=errors.QUERYPARAM_MISSING_VALUE)
@@ -268,21 +277,32 @@ def parse(pairs: Iterable[tuple[str, str]], version: Version) -> CandidateQuery:
     """The query of ``GET /allocation_candidates`` as a :class:`CandidateQuery`.
 
     ``pairs`` are all query parameters in order (repeated keys included);
-    the schema has already accepted their last values.
+    the schema has already accepted their last values.  Of repeated keys
+    the last counts, except ``limit`` and ``group_policy``, where the first
+    does, as in Placement.
     """
     pairs = list(pairs)
     groups = _groups(pairs, version)
     root_required, root_forbidden = _root_required(pairs, version)
     same_subtree = _same_subtree(pairs, version)
+    # The schema saw the last of repeated values, but Placement then uses
+    # the first limit and group_policy given, so we do too.  A first value
+    # the schema did not see is still checked: Placement fails with a 500
+    # on a limit that is not a number, we answer 400.  Any policy but
+    # "isolate" behaves as "none", as Placement's does.
     limits = _values(pairs, "limit")
+    if limits and not _LIMIT.match(limits[0]):
+        raise errors.BadRequest(
+            "Invalid query string parameters: '%s' does not match '%s'"
+            % (limits[0], _LIMIT.pattern))
     policies = _values(pairs, "group_policy")
-    group_policy = policies[-1] if policies else None
+    group_policy = policies[0] if policies else None
     if version < SAME_SUBTREE_SINCE:
         _check_orphans(pairs, groups)
-    _check_structure(groups, same_subtree, group_policy)
+    _check_structure(groups, same_subtree, group_policy, version)
     return CandidateQuery(
         groups=groups,
-        limit=int(limits[-1]) if limits else None,
+        limit=int(limits[0]) if limits else None,
         group_policy=group_policy,
         root_required=root_required,
         root_forbidden=root_forbidden,

@@ -10,7 +10,12 @@ from __future__ import annotations
 from placement.schemas.common import Schema, versioned
 
 _TEXT: Schema = {"type": "string"}
-LIMIT: Schema = {"type": "string", "pattern": "^[1-9][0-9]*$"}
+# Some parameters are written as a list of types.  The schema is quoted in
+# the detail of a 400, which clients compare with Placement's, so each
+# fragment is spelt as Placement spells it, down to the order of its keys.
+_LISTED_TEXT: Schema = {"type": ["string"]}
+LIMIT: Schema = {"type": ["integer", "string"], "pattern": "^[1-9][0-9]*$",
+                 "minimum": 1, "minLength": 1}
 GROUP_POLICY: Schema = {"type": "string", "enum": ["none", "isolate"]}
 
 # Group suffixes: numbers from 1.25, strings of 1-64 characters from 1.33.
@@ -30,8 +35,8 @@ def _grouped(suffix: str, keys: tuple[str, ...], **properties: Schema) -> Schema
         "type": "object",
         "properties": {"limit": LIMIT, "group_policy": GROUP_POLICY,
                        **properties},
-        "patternProperties": {"^%s%s" % (key, suffix): _TEXT for key in keys},
         "additionalProperties": False,
+        "patternProperties": {"^%s%s" % (key, suffix): _TEXT for key in keys},
     }
 
 
@@ -41,12 +46,13 @@ _GROUP_KEYS_IN_TREE = _GROUP_KEYS + ("in_tree",)
 QUERY = versioned({
     (1, 10): _ungrouped(),
     (1, 16): _ungrouped(limit=LIMIT),
-    (1, 17): _ungrouped(limit=LIMIT, required=_TEXT),
-    (1, 21): _ungrouped(limit=LIMIT, required=_TEXT, member_of=_TEXT),
+    (1, 17): _ungrouped(limit=LIMIT, required=_LISTED_TEXT),
+    (1, 21): _ungrouped(limit=LIMIT, required=_LISTED_TEXT,
+                        member_of=_LISTED_TEXT),
     (1, 25): _grouped(_NUMBERED, _GROUP_KEYS),
     (1, 31): _grouped(_NUMBERED, _GROUP_KEYS_IN_TREE),
     (1, 33): _grouped(_STRING, _GROUP_KEYS_IN_TREE),
-    (1, 35): _grouped(_STRING, _GROUP_KEYS_IN_TREE, root_required=_TEXT),
-    (1, 36): _grouped(_STRING, _GROUP_KEYS_IN_TREE, root_required=_TEXT,
-                      same_subtree=_TEXT),
+    (1, 35): _grouped(_STRING, _GROUP_KEYS_IN_TREE, root_required=_LISTED_TEXT),
+    (1, 36): _grouped(_STRING, _GROUP_KEYS_IN_TREE, root_required=_LISTED_TEXT,
+                      same_subtree=_LISTED_TEXT),
 })

@@ -88,6 +88,9 @@ def test_parameters_ignored_before_their_version(
     ("required=A", LATEST,
      "There must be at least one resources or resources[$S] parameter.",
      errors.QUERYPARAM_MISSING_VALUE),
+    ("", (1, 35),
+     "At least one request group (`resources` or `resources{$S}`) is required.",
+     errors.DEFAULT),
     ("resources=", LATEST, "Badly formed resources parameter. Expected "
      "resources query string parameter in form: "
      "?resources=VCPU:2,MEMORY_MB:1024. Got: empty string.", errors.DEFAULT),
@@ -194,3 +197,32 @@ def test_first_error_wins(query: str, message: str) -> None:
 def test_any_of_form_does_not_conflict_with_forbidden() -> None:
     parsed = parse("resources=VCPU:1&required=in:A,B&required=!A")
     assert parsed.groups[0].forbidden == frozenset({"A"})
+
+
+@pytest.mark.parametrize("query, limit, policy", [
+    # Placement uses the first of a repeated limit or group_policy (the
+    # schema having checked the last), unlike other keys.
+    ("limit=10&limit=1", 10, None),
+    ("limit=1&limit=10", 1, None),
+    ("group_policy=isolate&group_policy=none", None, "isolate"),
+    ("group_policy=none&group_policy=isolate", None, "none"),
+])
+def test_first_limit_and_group_policy_win(query: str, limit: int | None,
+                                          policy: str | None) -> None:
+    parsed = parse("resources=VCPU:1&" + query)
+    assert (parsed.limit, parsed.group_policy) == (limit, policy)
+
+
+def test_a_first_limit_that_is_no_number_is_refused() -> None:
+    # Placement fails with a 500 here; a 400 says what is wrong.
+    with pytest.raises(errors.BadRequest) as caught:
+        parse("resources=VCPU:1&limit=x&limit=1")
+    assert caught.value.detail == (
+        "Invalid query string parameters: 'x' does not match '^[1-9][0-9]*$'")
+
+
+@pytest.mark.parametrize("value", ["_A ,_B", "_A, _B", " _A,_B ", "_A,_B"])
+def test_same_subtree_suffixes_are_stripped(value: str) -> None:
+    parsed = parse("resources_A=VCPU:1&required_B=T&group_policy=none"
+                   "&same_subtree=" + value.replace(" ", "%20"))
+    assert parsed.same_subtree == (("_A", "_B"),)
