@@ -14,20 +14,32 @@ of it :class:`Database` offers two context managers:
     instead of failing with "database is locked" when a read lock cannot be
     upgraded.  On PostgreSQL and MySQL, writes that must not race lock the
     provider rows they depend on with :func:`lock_providers`.
+
+A database error is classified by what it is (:func:`classify`): the
+database cannot be reached, the transaction collided with a concurrent one
+(deadlock, Galera certification failure, lock wait timeout), or anything
+else.  Writes run their whole transaction again after a collision, a
+bounded number of times (:func:`retry_on_conflict`,
+:func:`run_with_retries`); the API answers what is left with 503, 409
+``placement.concurrent_update`` and 500 (``middleware/fault.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import enum
+import functools
 import logging
 import os
+import random
 import threading
-from typing import Iterator
+import time
+from typing import Callable, Iterator, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_db import exception as db_exc
-from oslo_db import api as oslo_db_api
 from oslo_db.sqlalchemy import enginefacade
 
 LOG = logging.getLogger(__name__)
@@ -53,19 +65,78 @@ def redact_url(url: str) -> str:
         return "<unparsable database URL>"
 
 
-def _driver_message(exc: BaseException) -> str:
-    """The database driver's own words, on one line."""
+class Failure(enum.Enum):
+    """What kind of database failure an exception is (see :func:`classify`)."""
+
+    # The database cannot be reached: refused, lost or not accepting
+    # clients (a Galera node outside the primary component).  503.
+    UNAVAILABLE = "unavailable"
+    # The transaction collided with a concurrent one and was rolled back:
+    # a deadlock, a Galera certification failure (both MySQL error 1213,
+    # the latter raised by COMMIT), a lock wait timeout or a serialization
+    # failure.  Running the whole transaction again may succeed; once the
+    # retries are spent, 409 placement.concurrent_update.
+    CONFLICT = "conflict"
+    # Any other database error: a bug or a broken schema.  500.
+    ERROR = "error"
+
+
+# MySQL/MariaDB error numbers of a transaction that lost to another one:
+# deadlock or certification failure, lock wait timeout, and "record has
+# changed since last read" (MariaDB's snapshot isolation).
+_MYSQL_CONFLICTS = frozenset({1213, 1205, 1020})
+# MySQL/MariaDB error numbers of a server that is not there for us: the
+# client library's "cannot connect", "server gone", "lost connection"; too
+# many connections; a server shutting down or killing the connection; a
+# Galera node that is not ready for clients (not in the primary component).
+_MYSQL_UNAVAILABLE = frozenset({2002, 2003, 2005, 2006, 2013, 2055,
+                                1040, 1047, 1053, 1927, 4031})
+# PostgreSQL SQLSTATEs of a transaction that lost to another one:
+# serialization failure, deadlock, lock not available (lock_timeout).
+_PG_CONFLICTS = frozenset({"40001", "40P01", "55P03"})
+# SQLite's words when a writer gave up waiting for the database lock.
+_SQLITE_LOCKED = "database is locked"
+
+
+def _driver_error(exc: BaseException) -> BaseException:
+    """The database driver's own exception inside oslo.db's and
+    SQLAlchemy's wrappers (``exc`` itself when it wraps nothing)."""
     inner = getattr(exc, "inner_exception", None)  # oslo.db wraps
     if inner is not None and inner is not exc:
-        return _driver_message(inner)
+        return _driver_error(inner)
     orig = getattr(exc, "orig", None)  # SQLAlchemy wraps the driver's error
-    text = str(orig if orig is not None else exc)
-    return " ".join(text.split())
+    return orig if isinstance(orig, BaseException) else exc
 
 
-def connection_problem(exc: BaseException) -> str | None:
-    """Why the database cannot be reached, if that is what ``exc`` means.
+def driver_code(exc: BaseException) -> int | str | None:
+    """MySQL's error number or PostgreSQL's SQLSTATE, when there is one."""
+    error = _driver_error(exc)
+    pgcode = getattr(error, "pgcode", None)
+    if isinstance(pgcode, str):
+        return pgcode
+    args = getattr(error, "args", ())
+    if args and isinstance(args[0], int):
+        return args[0]
+    return None
 
+
+def driver_message(exc: BaseException) -> str:
+    """The database driver's own words, on one line."""
+    return " ".join(str(_driver_error(exc)).split())
+
+
+def _sqlalchemy_error(exc: BaseException) -> sa.exc.DBAPIError | None:
+    while isinstance(exc, db_exc.DBError) and exc.inner_exception is not None:
+        exc = exc.inner_exception
+    return exc if isinstance(exc, sa.exc.DBAPIError) else None
+
+
+def classify(exc: BaseException) -> Failure | None:
+    """What kind of database failure ``exc`` is; None when it is none.
+
+    A collision is recognised first, by oslo.db's translation or the
+    driver's error code: a Galera certification failure arrives from
+    COMMIT, with no statement, which must not pass for a failure to connect.
     oslo.db turns most lost or refused connections into DBConnectionError,
     but not all: a connection refused while the engine is first created, or
     a driver message it does not recognise (libpq's "connection to server
@@ -73,17 +144,30 @@ def connection_problem(exc: BaseException) -> str | None:
     SQLAlchemy's OperationalError raised before any statement ran.  Both
     mean "the database is not there for us", not "this request is wrong".
     """
-    if isinstance(exc, db_exc.DBConnectionError):
-        return _driver_message(exc)
-    if isinstance(exc, db_exc.DBError) and exc.inner_exception is not None:
-        return connection_problem(exc.inner_exception)
-    if isinstance(exc, sa.exc.DBAPIError):
-        if exc.connection_invalidated:
-            return _driver_message(exc)
-        failed_to_connect = exc.statement is None
-        if failed_to_connect and isinstance(
-                exc, (sa.exc.OperationalError, sa.exc.InterfaceError)):
-            return _driver_message(exc)
+    if not isinstance(exc, (db_exc.DBError, sa.exc.SQLAlchemyError)):
+        return None
+    code = driver_code(exc)
+    if (isinstance(exc, (db_exc.DBDeadlock, db_exc.DBConsistencyError))
+            or code in _MYSQL_CONFLICTS or code in _PG_CONFLICTS):
+        return Failure.CONFLICT
+    if isinstance(exc, db_exc.DBConnectionError) or code in _MYSQL_UNAVAILABLE:
+        return Failure.UNAVAILABLE
+    wrapped = _sqlalchemy_error(exc)
+    if wrapped is not None:
+        if _SQLITE_LOCKED in driver_message(wrapped):
+            return Failure.CONFLICT
+        if wrapped.connection_invalidated:
+            return Failure.UNAVAILABLE
+        if wrapped.statement is None and isinstance(
+                wrapped, (sa.exc.OperationalError, sa.exc.InterfaceError)):
+            return Failure.UNAVAILABLE  # failed to connect, or lost at COMMIT
+    return Failure.ERROR
+
+
+def connection_problem(exc: BaseException) -> str | None:
+    """Why the database cannot be reached, if that is what ``exc`` means."""
+    if classify(exc) is Failure.UNAVAILABLE:
+        return driver_message(exc)
     return None
 
 
@@ -117,6 +201,7 @@ class Database:
             "connection_debug": group.connection_debug,
             "connection_trace": group.connection_trace,
             "mysql_sql_mode": group.mysql_sql_mode,
+            "mysql_wsrep_sync_wait": group.mysql_wsrep_sync_wait,
             "connection_parameters": group.connection_parameters,
         }
         facade.configure(**{k: v for k, v in options.items() if v is not None})
@@ -168,7 +253,7 @@ class Database:
         if reason is not None:
             message = "cannot connect to database %s: %s" % (url, reason)
         elif isinstance(exc, (db_exc.DBError, sa.exc.SQLAlchemyError)):
-            message = "database %s: %s" % (url, _driver_message(exc))
+            message = "database %s: %s" % (url, driver_message(exc))
         else:
             return None
         return without_password(message, self.url)
@@ -179,13 +264,82 @@ class Database:
             self._engine = None
 
 
-# A whole transaction that lost a deadlock (MySQL/MariaDB and PostgreSQL
-# pick a victim when two writers lock rows in different orders, e.g. a
-# provider created under a parent being deleted) is run again from the
-# start; the retry never continues inside the failed transaction.
-retry_on_deadlock = oslo_db_api.wrap_db_retry(
-    max_retries=5, retry_on_deadlock=True, retry_interval=0.01,
-    inc_retry_interval=True, max_retry_interval=0.2)
+# A write that collided with a concurrent one (Failure.CONFLICT) runs its
+# whole transaction again from the start, at most this many times, after a
+# random pause of up to a bound that doubles from the first retry on (a
+# loser on one Galera node may have to wait for the winner's rows to be
+# applied there).  The retry never continues inside the failed transaction.
+CONFLICT_RETRIES = 5
+_FIRST_PAUSE = 0.01
+_LONGEST_PAUSE = 0.2
+# Set while a write runs under run_with_retries: a retrying write called by
+# another one makes single attempts, so that retries do not multiply.
+_retrying: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "placement_retrying", default=False)
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def collided(exc: BaseException) -> bool:
+    """Whether ``exc`` is a transaction that lost to a concurrent one."""
+    return classify(exc) is Failure.CONFLICT
+
+
+def run_with_retries(write: str, attempt: Callable[[], T],
+                     retries: int = CONFLICT_RETRIES,
+                     also: tuple[type[BaseException], ...] = ()) -> T:
+    """``attempt()``, a whole transaction, run again while it collides.
+
+    A collision is a Failure.CONFLICT or one of the exceptions in ``also``
+    (what a caller's own checks raise when a concurrent writer got in
+    first).  After ``retries`` retries the last collision is raised.  A
+    write that needed retries is logged once, at INFO, with its name
+    ``write``, how many retries it took and how it ended.
+    """
+    if _retrying.get():
+        return attempt()
+    token = _retrying.set(True)
+    collisions: list[BaseException] = []
+    outcome = "succeeded"
+    try:
+        while True:
+            try:
+                return attempt()
+            except Exception as exc:
+                if not (isinstance(exc, also) or collided(exc)):
+                    outcome = "then failed with %s" % type(exc).__name__
+                    raise
+                if len(collisions) == retries:
+                    outcome = "gave up"
+                    raise
+                collisions.append(exc)
+            pause = min(_LONGEST_PAUSE, _FIRST_PAUSE * 2 ** (len(collisions) - 1))
+            time.sleep(random.uniform(0, pause))
+    finally:
+        _retrying.reset(token)
+        if collisions:
+            LOG.info("%s collided with a concurrent write and was retried %d "
+                     "time(s), then %s; last collision: %s", write,
+                     len(collisions), outcome, _collision_reason(collisions[-1]))
+
+
+def _collision_reason(exc: BaseException) -> str:
+    if isinstance(exc, (db_exc.DBError, sa.exc.SQLAlchemyError)):
+        return driver_message(exc)
+    return "%s: %s" % (type(exc).__name__, exc)
+
+
+def retry_on_conflict(write: Callable[P, T]) -> Callable[P, T]:
+    """Decorate a function that runs one whole write transaction so that it
+    is run again when it collides (see :func:`run_with_retries`)."""
+    name = "%s.%s" % (write.__module__.rsplit(".", 1)[-1], write.__qualname__)
+
+    @functools.wraps(write)
+    def retried(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_with_retries(name, lambda: write(*args, **kwargs))
+
+    return retried
 
 
 def _tune_sqlite(engine: sa.engine.Engine) -> None:

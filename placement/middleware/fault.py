@@ -1,10 +1,18 @@
 """The outermost barrier: any uncaught exception becomes a JSON 500.
 
 The client gets the request id and a generic message, the log gets the
-traceback.  A database that cannot be reached becomes a 503, so that load
-balancers and clients retry; the pool reconnects by itself once the
-database is back (and an engine that could not be created is created on a
-later request), so no restart is needed.
+traceback.  Database failures are answered by what they are
+(:func:`placement.db.api.classify`):
+
+* a database that cannot be reached becomes a 503, so that load balancers
+  and clients retry; the pool reconnects by itself once the database is
+  back (and an engine that could not be created is created on a later
+  request), so no restart is needed;
+* a write that still collided with concurrent ones after its retries (a
+  deadlock, a Galera certification failure, a lock wait timeout) becomes a
+  409 ``placement.concurrent_update``, which clients already retry: the
+  database is healthy, so it is neither a 503 nor logged as an outage;
+* anything else is a 500 like any other unexpected error.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import logging
 from typing import Any, Callable, Iterable
 
 from placement import errors
-from placement.db.api import connection_problem
+from placement.db import api as db_api
 from placement.middleware.errors import error_response
 
 LOG = logging.getLogger(__name__)
@@ -31,13 +39,21 @@ class FaultWrapper:
         except errors.ApiError as exc:
             return error_response(environ, exc)(environ, start_response)
         except Exception as err:
-            reason = connection_problem(err)
-            if reason is not None:
-                LOG.error("database unavailable: %s", reason)
+            failure = db_api.classify(err)
+            if failure is db_api.Failure.UNAVAILABLE:
+                LOG.error("database unavailable: %s", db_api.driver_message(err))
                 unavailable = errors.ServiceUnavailable(
                     "The placement database is unavailable; try again later."
                 )
                 return error_response(environ, unavailable)(environ, start_response)
+            if failure is db_api.Failure.CONFLICT:
+                LOG.info("%s %s collided with concurrent writes: %s",
+                         environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"),
+                         db_api.driver_message(err))
+                conflict = errors.Conflict(
+                    "Another request changed the same data at the same time; "
+                    "please retry.", code=errors.CONCURRENT_UPDATE)
+                return error_response(environ, conflict)(environ, start_response)
             LOG.exception("unexpected error handling %s %s",
                           environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
             fault = errors.InternalServerError(

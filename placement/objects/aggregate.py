@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement import exceptions
+from placement.db import api as db_api
 from placement.db import tables
 from placement.objects import resource_provider
 
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 _AGGS = tables.placement_aggregates
 _RP_AGGS = tables.resource_provider_aggregates
-# Attempts at a replacement that lost races to create the same new
-# aggregate rows; each retry sees the rows the winners committed.
-_ATTEMPTS = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,14 +75,13 @@ def set_for_provider(ctx: RequestContext, uuid: str, aggregates: Iterable[str],
     Raises ProviderNotFound and ProviderConcurrentUpdate.
     """
     wanted = list(dict.fromkeys(aggregates))  # unique, in the caller's order
-    for _attempt in range(_ATTEMPTS - 1):
-        try:
-            return _replace(ctx, uuid, wanted, expected_generation)
-        except db_exc.DBDuplicateEntry:
-            # Another request created one of our new aggregate rows first;
-            # a new transaction will see it.
-            LOG.debug("aggregates of %s raced another writer; retrying", uuid)
-    return _replace(ctx, uuid, wanted, expected_generation)
+    # A duplicate means another request created one of our new aggregate
+    # rows first (on Galera, a failed certification at COMMIT may say the
+    # same); a new transaction sees that row.
+    return db_api.run_with_retries(
+        "aggregate.set_for_provider",
+        lambda: _replace(ctx, uuid, wanted, expected_generation),
+        also=(db_exc.DBDuplicateEntry,))
 
 
 def _replace(ctx: RequestContext, uuid: str, wanted: list[str],

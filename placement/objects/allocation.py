@@ -37,8 +37,6 @@ import contextlib
 import dataclasses
 import datetime
 import logging
-import random
-import time
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import sqlalchemy as sa
@@ -120,30 +118,29 @@ class Plan:
         return [claim.consumer_uuid for claim in self.claims]
 
 
-_RETRYABLE = (db_exc.DBDeadlock, db_exc.DBDuplicateEntry, consumer_obj.ConsumerChanged)
+# What a write's own checks raise when a concurrent writer got in first.
+_COLLISIONS = (db_exc.DBDuplicateEntry, consumer_obj.ConsumerChanged)
 
 
 def _utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def with_retries(ctx: Any, attempt: Callable[[], T]) -> T:
-    """Run ``attempt`` (a whole transaction) until it does not collide.
+def with_retries(ctx: Any, write: str, attempt: Callable[[], T]) -> T:
+    """Run ``attempt`` (a whole transaction, the write named ``write`` in
+    the log) until it does not collide.
 
     AllocationsConflict once ``[placement] allocation_conflict_retry_count``
     retries collided too.
     """
     retries = ctx.config.placement.allocation_conflict_retry_count
-    for number in range(retries + 1):
-        try:
-            return attempt()
-        except _RETRYABLE as exc:
-            LOG.debug("Allocation write collided (%s), attempt %d of %d",
-                      type(exc).__name__, number + 1, retries + 1)
-            # A little jitter keeps two colliding writers from meeting again.
-            time.sleep(random.uniform(0, 0.005 * (number + 1)))
-    LOG.warning("Allocation write still colliding after %d retries", retries)
-    raise exceptions.AllocationsConflict()
+    try:
+        return db_api.run_with_retries(write, attempt, retries,
+                                       also=_COLLISIONS)
+    except Exception as exc:
+        if isinstance(exc, _COLLISIONS) or db_api.collided(exc):
+            raise exceptions.AllocationsConflict() from None
+        raise
 
 
 _PROVIDER, _CLASS = 0, 1
@@ -366,7 +363,7 @@ def replace_all(ctx: Any, claims: Sequence[ConsumerClaim]) -> None:
             apply_in(conn, plan, state)
             bump_providers_in(conn, bumped_provider_ids(plan, state))
 
-    with_retries(ctx, attempt)
+    with_retries(ctx, "allocation.replace_all", attempt)
 
 
 def delete_all_for_consumer(ctx: Any, consumer_uuid: str) -> None:
@@ -384,7 +381,7 @@ def delete_all_for_consumer(ctx: Any, consumer_uuid: str) -> None:
             # Like OpenStack Placement, no provider generation changes.
             apply_in(conn, plan, state)
 
-    with_retries(ctx, attempt)
+    with_retries(ctx, "allocation.delete_all_for_consumer", attempt)
 
 
 def _select_allocations() -> sa.Select[Any]:

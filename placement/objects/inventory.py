@@ -311,7 +311,7 @@ def delete_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
 # The same, each in a transaction of its own.
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_conflict
 def replace(ctx: Any, provider: rp_obj.ResourceProvider,
             inventories: Mapping[str, InventoryFields],
             expected_generation: int | None = None) -> int:
@@ -320,14 +320,14 @@ def replace(ctx: Any, provider: rp_obj.ResourceProvider,
                           expected_generation=expected_generation)
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_conflict
 def add(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str,
         fields: InventoryFields) -> int:
     with ctx.db.writer() as conn:
         return add_in(conn, provider, resource_class, fields)
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_conflict
 def update(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str,
            fields: InventoryFields, expected_generation: int | None = None
            ) -> int:
@@ -336,7 +336,7 @@ def update(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str,
                          expected_generation=expected_generation)
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_conflict
 def delete(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str
            ) -> int:
     with ctx.db.writer() as conn:

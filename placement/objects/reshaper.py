@@ -126,4 +126,4 @@ def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
             _bump_as_placement_does(conn, inventories, current,
                                     alloc_obj.bumped_provider_ids(plan, state))
 
-    alloc_obj.with_retries(ctx, attempt)
+    alloc_obj.with_retries(ctx, "reshaper.reshape", attempt)

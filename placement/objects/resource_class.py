@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement import exceptions
+from placement.db import api as db_api
 from placement.db import tables
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ def get_by_name(ctx: RequestContext, name: str) -> ResourceClass:
         return _get_in(conn, name)
 
 
+@db_api.retry_on_conflict
 def create(ctx: RequestContext, name: str) -> ResourceClass:
     """Create custom class ``name``; ResourceClassExists if it is taken."""
     try:
@@ -101,11 +103,15 @@ def create(ctx: RequestContext, name: str) -> ResourceClass:
     return ResourceClass(id=rc_id, name=name, created_at=now, updated_at=None)
 
 
+@db_api.retry_on_conflict
 def ensure(ctx: RequestContext, name: str) -> tuple[ResourceClass, bool]:
     """The custom class ``name``, created if missing; and whether it was.
 
     Two requests creating the same class at once both succeed: the one
-    that loses the insert race reports the class as already there.
+    that loses the insert race reports the class as already there.  On
+    Galera the loser may instead fail certification at COMMIT; the retry
+    then finds the class, or meets the duplicate, once the winner's row has
+    reached its node.
     """
     try:
         return get_by_name(ctx, name), False
@@ -118,6 +124,7 @@ def ensure(ctx: RequestContext, name: str) -> tuple[ResourceClass, bool]:
         return get_by_name(ctx, name), False
 
 
+@db_api.retry_on_conflict
 def rename(ctx: RequestContext, name: str, new_name: str) -> ResourceClass:
     """Rename custom class ``name`` to ``new_name``.
 
@@ -147,6 +154,7 @@ def _in_use(conn: sa.engine.Connection, rc_id: int) -> bool:
             or conn.execute(allocation).first() is not None)
 
 
+@db_api.retry_on_conflict
 def delete(ctx: RequestContext, name: str) -> None:
     """Delete custom class ``name`` unless inventory or allocations use it.
 

@@ -166,7 +166,7 @@ def _lock_uuids_in(conn: sa.engine.Connection, uuids: Iterable[str]) -> None:
         .order_by(_RP.c.id).with_for_update()).all()
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_conflict
 def create(ctx: Any, name: str, uuid: str | None = None,
            parent_uuid: str | None = None) -> ResourceProvider:
     """A new provider, root of its own tree unless ``parent_uuid`` is given.
@@ -258,7 +258,7 @@ def _subtree_ids(conn: sa.engine.Connection, provider: ResourceProvider
     return found
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_conflict
 def update(ctx: Any, uuid: str, name: str, parent_uuid: Any = UNSET,
            allow_reparenting: bool = False) -> ResourceProvider:
     """Rename a provider and optionally give it a (new) parent.
@@ -320,7 +320,7 @@ def _reparent_in(conn: sa.engine.Connection, provider: ResourceProvider,
     return {"parent_provider_id": parent.id, "root_provider_id": parent.root_id}
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_conflict
 def delete(ctx: Any, uuid: str) -> None:
     """Delete a provider with its inventories, traits and aggregates.
 

@@ -119,11 +119,15 @@ def get_by_name(ctx: RequestContext, name: str) -> Trait:
         return _get_in(conn, name)
 
 
+@db_api.retry_on_conflict
 def ensure(ctx: RequestContext, name: str) -> tuple[Trait, bool]:
     """The trait ``name``, created if missing; and whether it was.
 
     Two requests creating the same trait at once both succeed: the one
-    that loses the insert race reports the trait as already there.
+    that loses the insert race reports the trait as already there.  On
+    Galera the loser may instead fail certification at COMMIT; the retry
+    then finds the trait, or meets the duplicate, once the winner's row has
+    reached its node.
     """
     try:
         return get_by_name(ctx, name), False
@@ -140,6 +144,7 @@ def ensure(ctx: RequestContext, name: str) -> tuple[Trait, bool]:
     return Trait(id=trait_id, name=name, created_at=now, updated_at=None), True
 
 
+@db_api.retry_on_conflict
 def delete(ctx: RequestContext, name: str) -> None:
     """Delete custom trait ``name`` unless a provider has it.
 
@@ -171,6 +176,7 @@ def get_for_provider(ctx: RequestContext, uuid: str) -> ProviderTraits:
         return ProviderTraits(provider.generation, _of_provider(conn, provider.id))
 
 
+@db_api.retry_on_conflict
 def set_for_provider(ctx: RequestContext, uuid: str, names: Iterable[str],
                      expected_generation: int) -> ProviderTraits:
     """Make ``names`` the traits of provider ``uuid``, if its generation is
@@ -191,6 +197,7 @@ def set_for_provider(ctx: RequestContext, uuid: str, names: Iterable[str],
     return ProviderTraits(generation, [_from_row(row) for row in rows])
 
 
+@db_api.retry_on_conflict
 def delete_for_provider(ctx: RequestContext, uuid: str) -> int:
     """Remove every trait of provider ``uuid``; the provider's generation,
     bumped if it had any.

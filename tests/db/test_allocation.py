@@ -58,7 +58,7 @@ def test_a_colliding_attempt_is_retried_until_it_succeeds(ctx: Any) -> None:
             raise consumer.ConsumerChanged("c")
         return "done"
 
-    assert allocation.with_retries(ctx, attempt) == "done"
+    assert allocation.with_retries(ctx, "test write", attempt) == "done"
     assert len(calls) == 3
 
 
@@ -71,7 +71,7 @@ def test_retries_are_bounded_by_the_configured_count(ctx: Any) -> None:
         raise consumer.ConsumerChanged("c")
 
     with pytest.raises(exceptions.AllocationsConflict):
-        allocation.with_retries(ctx, attempt)
+        allocation.with_retries(ctx, "test write", attempt)
     assert len(calls) == 3
 
 
@@ -83,7 +83,7 @@ def test_other_errors_are_not_retried(ctx: Any) -> None:
         raise exceptions.InventoryInvalid(resource_class="VCPU", resource_provider="x")
 
     with pytest.raises(exceptions.InventoryInvalid):
-        allocation.with_retries(ctx, attempt)
+        allocation.with_retries(ctx, "test write", attempt)
     assert len(calls) == 1
 
 
