@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if embedded or conf.placement_database.sync_on_startup:
             migration.upgrade(db)
+    except migration.SchemaRefused as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
     except Exception as exc:
         message = db.explain(exc)
         if message is None:

@@ -1,8 +1,11 @@
 """``placement-manage``: database administration.
 
 * ``db sync``: create or upgrade the schema and sync standard classes and
-  traits; safe to repeat.
-* ``db version``: the schema revision of the database.
+  traits; safe to repeat.  A database of OpenStack Placement's is adopted
+  in place (see placement/db/adoption.py); one it must not touch is
+  refused with the reason, unchanged.
+* ``db version``: the schema revision of the database ("None" when it is
+  empty), or what it is when it is not ours yet.
 * ``db online_data_migrations``: data migrations that may run while the
   service serves (none are pending in this release; the command exists so
   that upgrade tooling can call it).
@@ -55,13 +58,19 @@ def main(argv: list[str] | None = None) -> int:
     db = Database(conf)
     try:
         if args.command == "sync":
-            migration.upgrade(db)
+            found = migration.upgrade(db)
+            if found.kind == "upstream":
+                print("adopted the OpenStack Placement database at upstream "
+                      "revision %s" % found.revision)
             print("database %s is at revision %s"
                   % (redact_url(db.url), migration.current_revision(db)))
         elif args.command == "version":
-            print(migration.current_revision(db))
+            print(_version_text(db))
         else:
             print("no online data migrations are pending")
+    except migration.SchemaRefused as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
     except Exception as exc:
         message = db.explain(exc)
         if message is None:
@@ -71,6 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         db.dispose()
     return 0
+
+
+def _version_text(db: Database) -> str:
+    found = migration.describe(db)
+    if found.kind == "upstream":
+        return "upstream OpenStack Placement revision %s: %s" % (
+            found.revision, migration.adoptability(db))
+    if found.kind == "unknown":
+        return "unknown: %s" % found.detail
+    return str(found.revision)
 
 
 if __name__ == "__main__":

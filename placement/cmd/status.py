@@ -42,7 +42,13 @@ class Checks(upgradecheck.UpgradeCommands):
                 upgradecheck.Code.FAILURE,
                 "Not checked: the database options are invalid.")
         try:
-            current = migration.current_revision(db)
+            found = migration.describe(db)
+            if found.kind == "upstream":
+                return upgradecheck.Result(
+                    upgradecheck.Code.FAILURE,
+                    "The database holds OpenStack Placement's schema at "
+                    "upstream revision %s, not adopted yet; %s."
+                    % (found.revision, migration.adoptability(db)))
         except Exception as exc:
             message = db.explain(exc)
             if message is None:
@@ -50,12 +56,15 @@ class Checks(upgradecheck.UpgradeCommands):
             return upgradecheck.Result(upgradecheck.Code.FAILURE, message)
         finally:
             db.dispose()
+        if found.kind == "unknown":
+            return upgradecheck.Result(
+                upgradecheck.Code.FAILURE, "Not ours to upgrade: %s." % found.detail)
         head = migration.head_revision()
-        if current != head:
+        if found.revision != head:
             return upgradecheck.Result(
                 upgradecheck.Code.FAILURE,
                 "Schema revision %s is not the latest (%s); run "
-                "'placement-manage db sync'." % (current, head))
+                "'placement-manage db sync'." % (found.revision, head))
         return upgradecheck.Result(upgradecheck.Code.SUCCESS)
 
 

@@ -10,7 +10,10 @@ Design notes:
   ``root_provider_id`` instead of walking parents.
 * Standard resource classes and traits are rows like custom ones, synced
   from os-resource-classes and os-traits, so every class and trait has one
-  integer id.
+  integer id.  Class ids are numbered as OpenStack Placement numbers them
+  (:func:`standard_class_id`, :data:`CUSTOM_CLASS_MIN_ID`), so that upstream
+  can take a database of ours back and tell standard classes from custom
+  ones by id as it does.
 * Allocations reference consumers by uuid (the consumer row carries
   project, user, type and generation), which lets an allocation be written
   in the same statement batch that creates its consumer.
@@ -18,9 +21,20 @@ Design notes:
 
 from __future__ import annotations
 
+import os_resource_classes
 import sqlalchemy as sa
 
 metadata = sa.MetaData()
+
+# Upstream gives custom classes ids from here up, and refuses to rename or
+# delete a class with a smaller id.
+CUSTOM_CLASS_MIN_ID = 10000
+
+
+def standard_class_id(name: str) -> int:
+    """The id of standard class ``name``: its place in os-resource-classes'
+    list, which only ever grows at the end."""
+    return os_resource_classes.STANDARDS.index(name)
 
 # Lengths are those of the wire format: uuids are 36 characters, names of
 # providers 200, names of classes and traits 255.

@@ -44,12 +44,6 @@ def _database(ctx: RequestContext) -> Database:
     return ctx.db
 
 
-def _inserted_id(result: sa.CursorResult[Any]) -> int:
-    key = result.inserted_primary_key
-    assert key is not None, "an insert without a primary key"
-    return int(key[0])
-
-
 def is_custom(name: str) -> bool:
     return name.startswith(os_resource_classes.CUSTOM_NAMESPACE)
 
@@ -90,17 +84,40 @@ def get_by_name(ctx: RequestContext, name: str) -> ResourceClass:
         return _get_in(conn, name)
 
 
+def _next_custom_id(conn: sa.engine.Connection) -> int:
+    highest = conn.execute(sa.select(sa.func.max(_RC.c.id))).scalar()
+    return max(tables.CUSTOM_CLASS_MIN_ID, (highest or 0) + 1)
+
+
+# Two creators of different classes may pick the same next id; the loser
+# of the insert picks again.  More than a handful of such losses in a row
+# would take as many concurrent creators.
+_ID_ATTEMPTS = 10
+
+
 @db_api.retry_on_conflict
 def create(ctx: RequestContext, name: str) -> ResourceClass:
-    """Create custom class ``name``; ResourceClassExists if it is taken."""
-    try:
-        with _database(ctx).writer() as conn:
-            now = _now()
-            result = conn.execute(_RC.insert().values(name=name, created_at=now))
-            rc_id = _inserted_id(result)
-    except db_exc.DBDuplicateEntry:
-        raise exceptions.ResourceClassExists(name=name) from None
-    return ResourceClass(id=rc_id, name=name, created_at=now, updated_at=None)
+    """Create custom class ``name``; ResourceClassExists if it is taken.
+
+    The id is chosen as upstream chooses it (one past the highest, at
+    least tables.CUSTOM_CLASS_MIN_ID) rather than by the id sequence,
+    which upstream leaves behind on PostgreSQL.
+    """
+    db = _database(ctx)
+    for _attempt in range(_ID_ATTEMPTS):
+        try:
+            with db.writer() as conn:
+                now = _now()
+                rc_id = _next_custom_id(conn)
+                conn.execute(_RC.insert().values(id=rc_id, name=name, created_at=now))
+            return ResourceClass(id=rc_id, name=name, created_at=now, updated_at=None)
+        except db_exc.DBDuplicateEntry:
+            with db.reader() as conn:
+                taken = conn.execute(sa.select(_RC.c.id).where(_RC.c.name == name)).first()
+            if taken is not None:
+                raise exceptions.ResourceClassExists(name=name) from None
+            LOG.debug("resource class id taken concurrently; choosing another")
+    raise exceptions.ConcurrentUpdate(thing="Resource class")
 
 
 @db_api.retry_on_conflict

@@ -10,6 +10,7 @@ connection = config.attributes["connection"]
 context.configure(
     connection=connection,
     target_metadata=tables.metadata,
+    version_table=config.attributes["version_table"],
     render_as_batch=connection.dialect.name == "sqlite",
     transaction_per_migration=True,
 )
