@@ -167,3 +167,87 @@ def test_provider_ids_are_never_reused(empty_db: Database) -> None:
         conn.execute(rps.delete().where(rps.c.id == newest))
     with empty_db.writer() as conn:
         assert _create_provider(conn, 3) > newest
+
+
+def _versions(db: Database) -> dict[str, list[str]]:
+    with db.reader() as conn:
+        present = set(sa.inspect(conn).get_table_names())
+        return {table: list(conn.exec_driver_sql(
+                    "SELECT version_num FROM %s" % table).scalars())
+                for table in (migration.VERSION_TABLE, adoption.UPSTREAM_VERSION_TABLE)
+                if table in present}
+
+
+def _class_of_each(db: Database) -> dict[str, list[tuple[str, str]]]:
+    """(provider uuid, class name) of every inventory and allocation."""
+    rc = tables.resource_classes
+    found = {}
+    with db.reader() as conn:
+        for table in (tables.inventories, tables.allocations):
+            found[table.name] = sorted(
+                (str(uuid), str(name)) for uuid, name in conn.execute(
+                    sa.select(tables.resource_providers.c.uuid, rc.c.name)
+                    .join(table, table.c.resource_provider_id
+                          == tables.resource_providers.c.id)
+                    .join(rc, rc.c.id == table.c.resource_class_id)))
+    return found
+
+
+def test_an_earlier_release_of_ours_is_carried_on(empty_db: Database) -> None:
+    # Releases before 0003 kept their revision in alembic_version and let
+    # the id sequence number classes from 1.  Both are put right, and
+    # inventories and allocations follow their classes.
+    migration.upgrade(empty_db, "0002")
+    rc = tables.resource_classes
+    old_ids = {name: number for number, name in enumerate(
+        os_resource_classes.STANDARDS + ["CUSTOM_OLD"], start=1)}
+    with empty_db.writer() as conn:
+        conn.execute(rc.delete())
+        conn.execute(rc.insert(), [{"id": id_, "name": name}
+                                   for name, id_ in old_ids.items()])
+        rp = _create_provider(conn, 1)
+        for name in ("VCPU", "MEMORY_MB", "CUSTOM_OLD"):
+            conn.execute(tables.inventories.insert().values(
+                resource_provider_id=rp, resource_class_id=old_ids[name], total=8,
+                reserved=0, min_unit=1, max_unit=8, step_size=1, allocation_ratio=1.0))
+            conn.execute(tables.allocations.insert().values(
+                resource_provider_id=rp, resource_class_id=old_ids[name],
+                consumer_id="00000000-0000-4000-8000-000000000099", used=1))
+        conn.exec_driver_sql("DROP TABLE %s" % migration.VERSION_TABLE)
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0002'")
+    linked = _class_of_each(empty_db)
+    assert migration.current_revision(empty_db) == "0002"
+
+    migration.upgrade(empty_db)
+    assert _versions(empty_db) == {
+        migration.VERSION_TABLE: [migration.head_revision()],
+        adoption.UPSTREAM_VERSION_TABLE: [adoption.UPSTREAM_HEAD]}
+    with empty_db.reader() as conn:
+        ids = dict(conn.execute(sa.select(rc.c.name, rc.c.id)).tuples().all())
+    assert ids == {**{name: index for index, name in enumerate(os_resource_classes.STANDARDS)},
+                   "CUSTOM_OLD": tables.CUSTOM_CLASS_MIN_ID}
+    assert _class_of_each(empty_db) == linked
+    assert differences(empty_db) == []
+
+
+@pytest.mark.parametrize("table, revision, says", [
+    (migration.VERSION_TABLE, "9999",
+     "schema revision 9999 is not one this release of placement knows"),
+    (adoption.UPSTREAM_VERSION_TABLE, "123456abcdef",
+     "alembic revision 123456abcdef is neither one of OpenStack Placement's"),
+])
+def test_an_unknown_revision_is_refused_untouched(
+        empty_db: Database, table: str, revision: str, says: str) -> None:
+    migration.upgrade(empty_db)
+    with empty_db.writer() as conn:
+        if table == adoption.UPSTREAM_VERSION_TABLE:
+            conn.exec_driver_sql("DROP TABLE %s" % migration.VERSION_TABLE)
+        conn.exec_driver_sql("UPDATE %s SET version_num = '%s'" % (table, revision))
+        conn.execute(tables.resource_classes.delete().where(
+            tables.resource_classes.c.name == "VCPU"))
+    versions = _versions(empty_db)
+    with pytest.raises(migration.SchemaRefused, match=says):
+        migration.upgrade(empty_db)
+    assert _versions(empty_db) == versions
+    assert "VCPU" not in _names(empty_db, tables.resource_classes)  # no sync either
+    assert migration.current_revision(empty_db) is None
