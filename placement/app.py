@@ -47,8 +47,9 @@ class PlacementApp:
         environ[request_log.CONTEXT_ENVIRON] = req.ctx
         try:
             _check_content_headers(environ)
+            req.check_query_text()
             route, handler, urlvars = self.router.resolve(
-                req.method, req.path_info, req.version)
+                req.method, req.text_path, req.version)
             if route.checks_accept:
                 _check_accept(req)
             req.urlvars = urlvars

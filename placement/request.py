@@ -53,14 +53,73 @@ def validate(data: Any, schema: Schema, prefix: str) -> None:
     The error is jsonschema's most relevant one in its full text (message,
     failing schema part and instance), as Placement reports it.
     """
-    error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(data))
-    if error is not None:
-        raise errors.BadRequest("%s: %s" % (prefix, error))
+    try:
+        error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(data))
+        message = None if error is None else str(error)
+    except RecursionError:
+        # A document nested deeper than the validator (or the message
+        # quoting it) can follow is no document any schema accepts.
+        raise errors.BadRequest("%s: nested too deeply" % prefix) from None
+    if message is not None:
+        raise errors.BadRequest("%s: %s" % (prefix, message))
+
+
+def _bad_text(data: Any) -> bool:
+    """Whether any string in parsed JSON holds a NUL or an unpaired surrogate.
+
+    Neither can be stored (PostgreSQL refuses NUL in text, no database
+    driver encodes a lone surrogate) nor written back as UTF-8, so they are
+    refused on every backend alike.  Iterative: the depth is the client's.
+    """
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 class PlacementRequest(webob.Request):
     version: tuple[int, int]
     ctx: RequestContext
+
+    @property
+    def text_path(self) -> str:
+        """The path as text: UTF-8, or, for bytes that are not, one
+        character per byte as Placement reads them, so such a name finds
+        nothing (404) or fails its schema (400) like any other."""
+        raw = self.environ.get("PATH_INFO", "")
+        try:
+            return raw.encode("latin-1").decode("utf-8")
+        except UnicodeError:
+            return raw
+
+    def check_query_text(self) -> None:
+        """400 unless every query parameter is UTF-8 text without NUL.
+
+        Checked once for every request, before routing: a query no handler
+        could read is refused with Placement's message for undecodable
+        bytes, and a NUL, which no database stores, never reaches SQL.
+        """
+        try:
+            params = self.GET
+        except UnicodeDecodeError as exc:
+            raise errors.BadRequest(
+                "Invalid query string parameters: %s" % exc) from None
+        if any("\x00" in key or "\x00" in value for key, value in params.items()):
+            raise errors.BadRequest(
+                "Invalid query string parameters: NUL characters are not allowed")
 
     @property
     def urlvars_dict(self) -> dict[str, str]:
@@ -96,10 +155,19 @@ class PlacementRequest(webob.Request):
             raise errors.UnsupportedMediaType(
                 "The media type %s is not supported, use application/json" % shown
             )
+        body = self.body
         try:
-            data = json.loads(self.body)
+            data = json.loads(body)
         except ValueError as exc:
             raise errors.BadRequest("Malformed JSON: %s" % exc) from None
+        except RecursionError:
+            raise errors.BadRequest("Malformed JSON: nested too deeply") from None
+        # NUL and surrogates reach strings only through \u escapes or
+        # non-ASCII bytes: plain ASCII bodies, nearly all, skip the walk.
+        if (b"\\u" in body or not body.isascii()) and _bad_text(data):
+            raise errors.BadRequest(
+                "Malformed JSON: strings must not contain NUL characters "
+                "or unpaired surrogates")
         if isinstance(schema, Versioned):
             schema = schema.at(self.version)
         if schema is not None:

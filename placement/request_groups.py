@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from typing import Iterable, Sequence
 
 from placement import errors, querystring
@@ -302,7 +303,9 @@ def parse(pairs: Iterable[tuple[str, str]], version: Version) -> CandidateQuery:
     _check_structure(groups, same_subtree, group_policy, version)
     return CandidateQuery(
         groups=groups,
-        limit=int(limits[0]) if limits else None,
+        # A limit past any count there can be means no limit; clamped so
+        # it still fits the machine's integers.
+        limit=min(int(limits[0]), sys.maxsize) if limits else None,
         group_policy=group_policy,
         root_required=root_required,
         root_forbidden=root_forbidden,

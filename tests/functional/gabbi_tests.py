@@ -29,6 +29,8 @@ def _directory() -> str:
         if any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(name, p + ".yaml")
                for p in patterns):
             os.symlink(os.path.join(GABBITS, name), os.path.join(chosen, name))
+    # Request bodies the files read with ``<@data/...``.
+    os.symlink(os.path.join(GABBITS, "data"), os.path.join(chosen, "data"))
     return chosen
 
 
