@@ -47,6 +47,8 @@ _RP = "/resource_providers/{uuid}"
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/", "root:home", public=True, checks_accept=False),
+    # Not in OpenStack Placement: this API's OpenAPI description.
+    Route("GET", "/openapi.json", "openapi:show_document", public=True),
     # Resource providers.
     Route("GET", "/resource_providers", "resource_provider:list_providers"),
     Route("POST", "/resource_providers", "resource_provider:create_provider"),

@@ -52,6 +52,7 @@ from placement import app, conf as placement_conf
 from placement.db import migration
 from placement.db.api import Database
 from tests import backends
+from tests.functional import openapi_check
 
 WSGIApp = Callable[..., Iterable[bytes]]
 
@@ -114,7 +115,9 @@ class APIFixture(fixture.GabbiFixture):
         self.db = Database(self.conf)
         self._stack.callback(self.db.dispose)
         migration.upgrade(self.db)
-        CURRENT.app = app.build_app(self.conf, self.db)
+        # Every response is checked against the OpenAPI document.
+        CURRENT.app = openapi_check.ResponseChecker(
+            app.build_app(self.conf, self.db))
         # Values gabbi YAML files can use as $ENVIRON['...'].
         os.environ["BACKEND"] = self.BACKEND
 
