@@ -14,6 +14,7 @@ from oslo_middleware import cors, http_proxy_to_wsgi, request_id
 
 from placement import errors, policy
 from placement.context import RequestContext
+from placement.db import api as db_api
 from placement.db.api import Database
 from placement.middleware import (
     body_size,
@@ -53,10 +54,36 @@ class PlacementApp:
             if route.checks_accept:
                 _check_accept(req)
             req.urlvars = urlvars
-            resp = handler(req)
+            resp = _run(handler, req)
         except errors.ApiError as exc:
             resp = error_response(environ, exc)
         return resp(environ, start_response)
+
+
+# A read whose database connection was lost (killed by the server, cut by
+# a proxy or a failover) is run again on a fresh connection, at most this
+# many times: it changed nothing, and a database that is really gone fails
+# again at once (503).  Writes retry only their uncommitted transactions,
+# in placement.db.api.run_with_retries.
+READ_RETRIES = 2
+_READS = frozenset({"GET", "HEAD"})
+
+
+def _run(handler: Callable[[PlacementRequest], Any], req: PlacementRequest) -> Any:
+    lost = 0
+    try:
+        while True:
+            try:
+                return handler(req)
+            except Exception as exc:
+                if (req.method not in _READS or lost == READ_RETRIES
+                        or db_api.classify(exc) is not db_api.Failure.UNAVAILABLE):
+                    raise
+                lost += 1
+    finally:
+        if lost:
+            LOG.warning("%s %s lost its database connection and was run again "
+                        "%d time(s)", req.method, req.text_path, lost)
 
 
 def _check_content_headers(environ: dict[str, Any]) -> None:

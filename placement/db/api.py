@@ -243,7 +243,13 @@ class Database:
         with self.engine.connect() as conn:
             conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():
-                yield conn
+                try:
+                    yield conn
+                except Exception as exc:
+                    # Raised before COMMIT was sent: nothing of this
+                    # transaction can have been committed.
+                    exc.placement_uncommitted = True  # type: ignore[attr-defined]
+                    raise
 
     def explain(self, exc: BaseException) -> str | None:
         """A one-line message for a person when ``exc`` is a database
@@ -286,6 +292,19 @@ def collided(exc: BaseException) -> bool:
     return classify(exc) is Failure.CONFLICT
 
 
+# A write whose connection was lost before it committed (the server
+# killed it, a proxy or failover cut it) runs again on a fresh one, at
+# most this many times; a database that is really gone fails again at once.
+LOST_CONNECTION_RETRIES = 2
+
+
+def lost_uncommitted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a lost connection of a write that cannot have
+    committed (raised inside :meth:`Database.writer`, before COMMIT)."""
+    return (getattr(exc, "placement_uncommitted", False)
+            and classify(exc) is Failure.UNAVAILABLE)
+
+
 def run_with_retries(write: str, attempt: Callable[[], T],
                      retries: int = CONFLICT_RETRIES,
                      also: tuple[type[BaseException], ...] = ()) -> T:
@@ -301,12 +320,16 @@ def run_with_retries(write: str, attempt: Callable[[], T],
         return attempt()
     token = _retrying.set(True)
     collisions: list[BaseException] = []
+    lost = 0
     outcome = "succeeded"
     try:
         while True:
             try:
                 return attempt()
             except Exception as exc:
+                if lost < LOST_CONNECTION_RETRIES and lost_uncommitted(exc):
+                    lost += 1
+                    continue
                 if not (isinstance(exc, also) or collided(exc)):
                     outcome = "then failed with %s" % type(exc).__name__
                     raise
@@ -318,6 +341,10 @@ def run_with_retries(write: str, attempt: Callable[[], T],
             time.sleep(random.uniform(0, pause))
     finally:
         _retrying.reset(token)
+        if lost:
+            LOG.warning("%s lost its database connection before committing "
+                        "and was run again on a new one %d time(s), then %s",
+                        write, lost, outcome)
         if collisions:
             LOG.info("%s collided with a concurrent write and was retried %d "
                      "time(s), then %s; last collision: %s", write,

@@ -38,6 +38,7 @@ class Client:
         self.port = port
         self.url = "http://127.0.0.1:%d" % port
         self.version = version
+        self.pid: int | None = None
 
     def request(self, method: str, path: str, body: Any = None
                 ) -> tuple[int, Any]:
@@ -84,6 +85,7 @@ def serve(backend: str, workers: int = 1) -> Iterator[Client]:
             start_new_session=True)
         try:
             client = Client(port)
+            client.pid = process.pid  # gunicorn's master
             _wait_until_serving(client, process)
             yield client
         finally:

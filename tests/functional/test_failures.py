@@ -173,3 +173,121 @@ def test_default_body_limit_is_a_json_413(sqlite_conf: Any) -> None:
     assert req.get_response(application).status_int == 400
     listed = _get(application, "/resource_providers")
     assert listed.json["resource_providers"] == []
+
+
+# Connections killed by the server while the database stays up (an
+# administrator's kill, a proxy or failover dropping sessions): clients
+# must not see it.
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def killable_database(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any]]:
+    """A migrated database, and a function that kills one of its sessions
+    (by the connection it is given) from another session, as the server
+    would."""
+    backend = request.param
+    backends.require(backend)
+    with backends.fresh_database(backend) as url:
+        admin = sa.create_engine(url)
+
+        def kill(conn: sa.engine.Connection) -> None:
+            if backend == "postgresql":
+                pid = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar()
+                statement = "SELECT pg_terminate_backend(%d)" % pid
+            else:
+                pid = conn.execute(sa.text("SELECT CONNECTION_ID()")).scalar()
+                statement = "KILL %d" % pid
+            with admin.connect() as other:
+                other.execute(sa.text(statement))
+                other.commit()
+
+        try:
+            yield url, kill
+        finally:
+            admin.dispose()
+
+
+def test_a_read_whose_connection_is_killed_runs_again_unseen(
+        monkeypatch: pytest.MonkeyPatch, killable_database: tuple[str, Any],
+        caplog: pytest.LogCaptureFixture) -> None:
+    url, kill = killable_database
+    calls = []
+
+    def read_after_losing_the_connection(req: Any) -> webob.Response:
+        calls.append(1)
+        with req.ctx.db.reader() as conn:
+            if len(calls) == 1:
+                kill(conn)
+            count = conn.execute(sa.text("SELECT COUNT(*) FROM traits")).scalar()
+        return responses.json(req, {"traits": count})
+
+    monkeypatch.setattr(root, "home", read_after_losing_the_connection)
+    conf = fixtures.make_conf(url)
+    db = Database(conf)
+    try:
+        migration.upgrade(db)
+        application = app.build_app(conf, db)
+        with caplog.at_level("WARNING"):
+            resp = _get(application)
+        assert resp.status_int == 200, resp.text
+        assert resp.json["traits"] > 0
+        assert len(calls) == 2
+        lost = [r for r in caplog.records if "lost its database connection" in r.message]
+        assert len(lost) == 1 and "run again 1 time(s)" in lost[0].getMessage()
+    finally:
+        db.dispose()
+
+
+def test_a_write_whose_connection_is_killed_before_commit_runs_again_once(
+        killable_database: tuple[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+    from placement.db import api as db_api, tables
+
+    url, kill = killable_database
+    db = Database(fixtures.make_conf(url))
+    attempts = []
+
+    def write() -> None:
+        attempts.append(1)
+        with db.writer() as conn:
+            conn.execute(sa.insert(tables.traits).values(name="CUSTOM_ONCE"))
+            if len(attempts) == 1:
+                kill(conn)
+                conn.execute(sa.text("SELECT 1"))
+
+    try:
+        migration.upgrade(db)
+        with caplog.at_level("WARNING"):
+            db_api.run_with_retries("test.write", write)
+        assert len(attempts) == 2
+        with db.reader() as conn:
+            written = conn.execute(sa.select(sa.func.count()).select_from(
+                tables.traits).where(tables.traits.c.name == "CUSTOM_ONCE")).scalar()
+        assert written == 1
+        lost = [r for r in caplog.records if "before committing" in r.message]
+        assert len(lost) == 1
+    finally:
+        db.dispose()
+
+
+def test_a_write_whose_connection_keeps_dying_gives_up_with_a_503(
+        killable_database: tuple[str, Any]) -> None:
+    from placement.db import api as db_api
+
+    url, kill = killable_database
+    db = Database(fixtures.make_conf(url))
+    attempts = []
+
+    def write() -> None:
+        attempts.append(1)
+        with db.writer() as conn:
+            kill(conn)
+            conn.execute(sa.text("SELECT 1"))
+
+    try:
+        migration.upgrade(db)
+        with pytest.raises(Exception) as failure:
+            db_api.run_with_retries("test.write", write)
+        assert db_api.classify(failure.value) is db_api.Failure.UNAVAILABLE
+        assert len(attempts) == 1 + db_api.LOST_CONNECTION_RETRIES
+    finally:
+        db.dispose()

@@ -210,3 +210,41 @@ def test_no_token_or_password_is_ever_logged(
               for what, secret in secrets.items()}
     assert not {what: found for what, found in leaked.items() if found}
     assert os.path.basename(keystone.url) == "identity"
+
+
+def test_a_refused_database_password_is_never_logged() -> None:
+    # MariaDB checks passwords (the local PostgreSQL trusts 127.0.0.1): a
+    # user with one, and a service configured with a wrong one.  Every
+    # request is a 503, and neither password is in any line, tracebacks
+    # of the failed connections included.
+    backends.require("mysql")
+    server = sa.engine.make_url(backends.server_url("mysql"))
+    user = "p20_%s" % uuid.uuid4().hex[:12]
+    right = "Right-" + uuid.uuid4().hex
+    wrong = "Wrong-" + uuid.uuid4().hex
+    admin = sa.create_engine(server)
+    with admin.connect() as conn:
+        conn.execute(sa.text("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'" % (user, right)))
+    try:
+        url = server.set(username=user, password=wrong, database="mysql")
+        conf = fixtures.make_conf(
+            url.render_as_string(hide_password=False),
+            placement_database={"max_retries": 1, "retry_interval": 1})
+        conf.set_override("debug", True)
+        with captured_logs(conf) as lines:
+            conf.log_opt_values(logging.getLogger("placement.conf"), logging.DEBUG)
+            db = Database(conf)
+            application = app.build_app(conf, db)
+            statuses = [call(application, "/resource_providers",
+                             **{"X-Auth-Token": "admin"}).status_int
+                        for _attempt in range(2)]
+            db.dispose()
+        conf.reset()
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text("DROP USER '%s'@'%%'" % user))
+        admin.dispose()
+    assert statuses == [503, 503]
+    text = "\n".join(lines)
+    assert "Access denied" in text  # the refusal itself was logged
+    assert wrong not in text and right not in text
