@@ -15,7 +15,8 @@ import sqlalchemy as sa
 import webob
 
 from placement import app, responses
-from placement.db import migration
+from placement.db import api as db_api
+from placement.db import migration, tables
 from placement.db.api import Database
 from placement.handlers import root
 from tests import backends
@@ -181,13 +182,17 @@ def test_default_body_limit_is_a_json_413(sqlite_conf: Any) -> None:
 
 
 @pytest.fixture(params=["postgresql", "mysql"])
-def killable_database(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any]]:
-    """A migrated database, and a function that kills one of its sessions
-    (by the connection it is given) from another session, as the server
-    would."""
+def killable_database(request: pytest.FixtureRequest
+                      ) -> Iterator[tuple[Any, Database, Any]]:
+    """A configuration and migrated Database, and a function that kills one
+    of its sessions (by the connection it is given) from another session,
+    as the server would."""
     backend = request.param
     backends.require(backend)
     with backends.fresh_database(backend) as url:
+        conf = fixtures.make_conf(url)
+        db = Database(conf)
+        migration.upgrade(db)
         admin = sa.create_engine(url)
 
         def kill(conn: sa.engine.Connection) -> None:
@@ -202,15 +207,16 @@ def killable_database(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any
                 other.commit()
 
         try:
-            yield url, kill
+            yield conf, db, kill
         finally:
+            db.dispose()
             admin.dispose()
 
 
 def test_a_read_whose_connection_is_killed_runs_again_unseen(
-        monkeypatch: pytest.MonkeyPatch, killable_database: tuple[str, Any],
+        monkeypatch: pytest.MonkeyPatch, killable_database: tuple[Any, Database, Any],
         caplog: pytest.LogCaptureFixture) -> None:
-    url, kill = killable_database
+    conf, db, kill = killable_database
     calls = []
 
     def read_after_losing_the_connection(req: Any) -> webob.Response:
@@ -222,28 +228,20 @@ def test_a_read_whose_connection_is_killed_runs_again_unseen(
         return responses.json(req, {"traits": count})
 
     monkeypatch.setattr(root, "home", read_after_losing_the_connection)
-    conf = fixtures.make_conf(url)
-    db = Database(conf)
-    try:
-        migration.upgrade(db)
-        application = app.build_app(conf, db)
-        with caplog.at_level("WARNING"):
-            resp = _get(application)
-        assert resp.status_int == 200, resp.text
-        assert resp.json["traits"] > 0
-        assert len(calls) == 2
-        lost = [r for r in caplog.records if "lost its database connection" in r.message]
-        assert len(lost) == 1 and "run again 1 time(s)" in lost[0].getMessage()
-    finally:
-        db.dispose()
+    application = app.build_app(conf, db)
+    with caplog.at_level("WARNING"):
+        resp = _get(application)
+    assert resp.status_int == 200, resp.text
+    assert resp.json["traits"] > 0
+    assert len(calls) == 2
+    lost = [r for r in caplog.records if "lost its database connection" in r.message]
+    assert len(lost) == 1 and "run again 1 time(s)" in lost[0].getMessage()
 
 
 def test_a_write_whose_connection_is_killed_before_commit_runs_again_once(
-        killable_database: tuple[str, Any], caplog: pytest.LogCaptureFixture) -> None:
-    from placement.db import api as db_api, tables
-
-    url, kill = killable_database
-    db = Database(fixtures.make_conf(url))
+        killable_database: tuple[Any, Database, Any],
+        caplog: pytest.LogCaptureFixture) -> None:
+    _conf, db, kill = killable_database
     attempts = []
 
     def write() -> None:
@@ -254,27 +252,20 @@ def test_a_write_whose_connection_is_killed_before_commit_runs_again_once(
                 kill(conn)
                 conn.execute(sa.text("SELECT 1"))
 
-    try:
-        migration.upgrade(db)
-        with caplog.at_level("WARNING"):
-            db_api.run_with_retries("test.write", write)
-        assert len(attempts) == 2
-        with db.reader() as conn:
-            written = conn.execute(sa.select(sa.func.count()).select_from(
-                tables.traits).where(tables.traits.c.name == "CUSTOM_ONCE")).scalar()
-        assert written == 1
-        lost = [r for r in caplog.records if "before committing" in r.message]
-        assert len(lost) == 1
-    finally:
-        db.dispose()
+    with caplog.at_level("WARNING"):
+        db_api.run_with_retries("test.write", write)
+    assert len(attempts) == 2
+    with db.reader() as conn:
+        written = conn.execute(sa.select(sa.func.count()).select_from(
+            tables.traits).where(tables.traits.c.name == "CUSTOM_ONCE")).scalar()
+    assert written == 1
+    lost = [r for r in caplog.records if "before committing" in r.message]
+    assert len(lost) == 1
 
 
 def test_a_write_whose_connection_keeps_dying_gives_up_with_a_503(
-        killable_database: tuple[str, Any]) -> None:
-    from placement.db import api as db_api
-
-    url, kill = killable_database
-    db = Database(fixtures.make_conf(url))
+        killable_database: tuple[Any, Database, Any]) -> None:
+    _conf, db, kill = killable_database
     attempts = []
 
     def write() -> None:
@@ -283,11 +274,7 @@ def test_a_write_whose_connection_keeps_dying_gives_up_with_a_503(
             kill(conn)
             conn.execute(sa.text("SELECT 1"))
 
-    try:
-        migration.upgrade(db)
-        with pytest.raises(Exception) as failure:
-            db_api.run_with_retries("test.write", write)
-        assert db_api.classify(failure.value) is db_api.Failure.UNAVAILABLE
-        assert len(attempts) == 1 + db_api.LOST_CONNECTION_RETRIES
-    finally:
-        db.dispose()
+    with pytest.raises(Exception) as failure:
+        db_api.run_with_retries("test.write", write)
+    assert db_api.classify(failure.value) is db_api.Failure.UNAVAILABLE
+    assert len(attempts) == 1 + db_api.LOST_CONNECTION_RETRIES

@@ -39,13 +39,10 @@ import webob
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placement import app as app_mod
 from placement import microversion
-from placement.db import migration
-from placement.db.api import Database
 from placement.routes import ROUTES
-from tests import backends
-from tests.functional import fixtures
+from tests.functional import inprocess
+from tests.functional.inprocess import send
 
 schemathesis = pytest.importorskip("schemathesis")
 from schemathesis.generation import GenerationMode  # noqa: E402
@@ -124,32 +121,12 @@ def _answered_version(headers: Any) -> tuple[int, int] | None:
 
 @contextlib.contextmanager
 def _service(backend: str) -> Iterator[Any]:
-    backends.require(backend)
-    with backends.fresh_database(backend) as url:
-        conf = fixtures.make_conf(url)
-        db = Database(conf)
-        try:
-            migration.upgrade(db)
-            application = app_mod.build_app(conf, db)
-            _seed(application)
-            before = _state(application)
-            yield application
-            assert _call(application, "GET", "/").status_int == 200
-            assert _state(application) == before, "the seeded data changed"
-        finally:
-            db.dispose()
-            conf.reset()
-
-
-def _call(application: Any, method: str, path: str, body: Any = None,
-          **headers: str) -> webob.Response:
-    req = webob.Request.blank(path, method=method)
-    req.headers.update(ADMIN)
-    req.headers.update(headers)
-    if body is not None:
-        req.body = json.dumps(body).encode()
-        req.content_type = "application/json"
-    return req.get_response(application)
+    with inprocess.application(backend) as application:
+        _seed(application)
+        before = _state(application)
+        yield application
+        assert send(application, "GET", "/").status_int == 200
+        assert _state(application) == before, "the seeded data changed"
 
 
 def _seed(application: Any) -> None:
@@ -166,12 +143,12 @@ def _seed(application: Any) -> None:
           "consumer_generation": None, "consumer_type": "INSTANCE"}),
     ]
     for method, path, body in steps:
-        resp = _call(application, method, path, body)
+        resp = send(application, method, path, body)
         assert resp.status_int < 300, (method, path, resp.body)
 
 
 def _state(application: Any) -> list[Any]:
-    return [json.loads(_call(application, "GET", path).body) for path in (
+    return [json.loads(send(application, "GET", path).body) for path in (
         "/resource_providers/%s" % PROVIDER,
         "/resource_providers/%s/inventories" % PROVIDER,
         "/resource_providers/%s/usages" % PROVIDER,
