@@ -331,7 +331,7 @@ def run_with_retries(write: str, attempt: Callable[[], T],
                     lost += 1
                     continue
                 if not (isinstance(exc, also) or collided(exc)):
-                    outcome = "then failed with %s" % type(exc).__name__
+                    outcome = "failed with %s" % type(exc).__name__
                     raise
                 if len(collisions) == retries:
                     outcome = "gave up"

@@ -27,6 +27,22 @@ from placement.middleware.errors import error_response
 LOG = logging.getLogger(__name__)
 
 
+def answer_for(err: Exception) -> errors.ApiError:
+    """The error a client gets for an exception that reached the barrier."""
+    if isinstance(err, errors.ApiError):
+        return err
+    failure = db_api.classify(err)
+    if failure is db_api.Failure.UNAVAILABLE:
+        return errors.ServiceUnavailable(
+            "The placement database is unavailable; try again later.")
+    if failure is db_api.Failure.CONFLICT:
+        return errors.Conflict(
+            "Another request changed the same data at the same time; "
+            "please retry.", code=errors.CONCURRENT_UPDATE)
+    return errors.InternalServerError(
+        "An unexpected error occurred: %s" % type(err).__name__)
+
+
 class FaultWrapper:
     def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
         self.application = application
@@ -36,27 +52,21 @@ class FaultWrapper:
     ) -> Iterable[bytes]:
         try:
             return self.application(environ, start_response)
-        except errors.ApiError as exc:
-            return error_response(environ, exc)(environ, start_response)
         except Exception as err:
-            failure = db_api.classify(err)
-            if failure is db_api.Failure.UNAVAILABLE:
-                LOG.error("database unavailable: %s", db_api.driver_message(err))
-                unavailable = errors.ServiceUnavailable(
-                    "The placement database is unavailable; try again later."
-                )
-                return error_response(environ, unavailable)(environ, start_response)
-            if failure is db_api.Failure.CONFLICT:
-                LOG.info("%s %s collided with concurrent writes: %s",
-                         environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"),
-                         db_api.driver_message(err))
-                conflict = errors.Conflict(
-                    "Another request changed the same data at the same time; "
-                    "please retry.", code=errors.CONCURRENT_UPDATE)
-                return error_response(environ, conflict)(environ, start_response)
-            LOG.exception("unexpected error handling %s %s",
-                          environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
-            fault = errors.InternalServerError(
-                "An unexpected error occurred: %s" % type(err).__name__
-            )
-            return error_response(environ, fault)(environ, start_response)
+            answer = answer_for(err)
+            if answer is not err:
+                _log(environ, err, answer)
+            return error_response(environ, answer)(environ, start_response)
+
+
+def _log(environ: dict[str, Any], err: Exception, answer: errors.ApiError) -> None:
+    """Log an exception turned into ``answer`` as what it is: an outage, a
+    collision the database resolved, or a fault with its traceback."""
+    request = "%s %s" % (environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
+    if isinstance(answer, errors.ServiceUnavailable):
+        LOG.error("database unavailable: %s", db_api.driver_message(err))
+    elif isinstance(answer, errors.Conflict):
+        LOG.info("%s collided with concurrent writes: %s", request,
+                 db_api.driver_message(err))
+    else:
+        LOG.exception("unexpected error handling %s", request)

@@ -7,8 +7,10 @@ so oslo.log's context format adds the request id, user and project.  A
 request refused before the application built a context (401, 413, a failed
 negotiation, a CORS preflight) is logged with a context holding only the
 request id, never with whatever context the thread saw last.  A request
-whose application raised is logged as 500 before the exception goes on to
-the fault barrier.
+whose application raised is logged before the exception goes on to the
+fault barrier, with the status the barrier answers (``fault.answer_for``):
+503 for a database that cannot be reached, 409 for a write that kept
+colliding, 500 for anything else.
 
 Headers (tokens!) and bodies are never logged.
 """
@@ -21,6 +23,7 @@ from typing import Any, Callable, Iterable
 from oslo_context import context as oslo_context
 
 from placement import microversion
+from placement.middleware import fault
 from placement.middleware.errors import REQUEST_ID_ENVIRON, VERSION_ENVIRON
 
 LOG = logging.getLogger("placement.requestlog")
@@ -48,9 +51,10 @@ class RequestLog:
 
         try:
             return self.application(environ, _start_response)
-        except Exception:
+        except Exception as err:
             if not logged:
-                self._log(environ, "500 Internal Server Error", "-")
+                answer = fault.answer_for(err)
+                self._log(environ, "%d %s" % (answer.status, answer.title), "-")
             raise
 
     @staticmethod

@@ -273,7 +273,8 @@ def test_other_failures_are_not_retried(ctx: Any) -> None:
 
 @pytest.mark.parametrize("backend", ALL)
 def test_clients_see_a_retried_create_succeed_and_a_lasting_collision_as_409(
-        backend: str) -> None:
+        backend: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     with inprocess.served(backend) as (application, db):
         with failing_commits(db, 1):
             resp = inprocess.send(application, "PUT", "/traits/CUSTOM_ONCE")
@@ -294,4 +295,9 @@ def test_clients_see_a_retried_create_succeed_and_a_lasting_collision_as_409(
         for resp in responses:
             assert resp.status_int == 409, resp.text
             assert resp.json["errors"][0]["code"] == "placement.concurrent_update"
+        # The request log says what the clients got; no traceback anywhere.
+        statuses = [record.getMessage().split("status: ")[1].split()[0]
+                    for record in caplog.records if record.name == "placement.requestlog"]
+        assert statuses[-3:] == ["409"] * 3, statuses
+        assert "Traceback" not in caplog.text
         assert inprocess.send(application, "GET", "/traits/CUSTOM_NEVER").status_int == 404

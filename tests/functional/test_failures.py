@@ -8,6 +8,7 @@ database, so these tests depend on no resource being implemented.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Iterator
 
 import pytest
@@ -100,7 +101,9 @@ def proxied_database(request: pytest.FixtureRequest) -> Iterator[tuple[str, TcpP
 
 
 def test_database_outage_is_a_503_and_recovers_without_restart(
-        monkeypatch: pytest.MonkeyPatch, proxied_database: tuple[str, TcpProxy]) -> None:
+        monkeypatch: pytest.MonkeyPatch, proxied_database: tuple[str, TcpProxy],
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     url, proxy = proxied_database
     monkeypatch.setattr(root, "home", _count_traits)
     # Fail fast instead of oslo.db's default ten retries, ten seconds apart.
@@ -122,6 +125,9 @@ def test_database_outage_is_a_503_and_recovers_without_restart(
             error = _error(resp)
             assert error["code"] == "placement.undefined_code"
             assert "unavailable" in error["detail"]
+        logged = [record.getMessage() for record in caplog.records
+                  if record.name == "placement.requestlog"]
+        assert len(logged) == 4 and all("status: 503" in line for line in logged[1:])
 
         proxy.restore()
         resp = _get(application)
