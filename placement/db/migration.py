@@ -16,9 +16,10 @@ the upstream schema ours can be handed back as (see adoption.py).
 Every step is idempotent, so ``placement-manage db sync`` and
 ``sync_on_startup`` may run any number of times, from several workers at
 once: schema changes are serialised by a database-wide lock (an advisory
-lock on PostgreSQL, a named lock on MySQL, the write lock on SQLite), so a
-worker that comes second finds the schema migrated and does nothing, and a
-worker that loses the race to insert a standard name looks again.
+lock on PostgreSQL, a named lock on MySQL, a lock table on a Galera
+cluster, the write lock on SQLite), so a worker that comes second finds the
+schema migrated and does nothing, and a worker that loses the race to
+insert a standard name looks again.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import time
 from typing import Iterator
 
 import os_resource_classes
@@ -153,6 +155,10 @@ def adoptability(db: Database) -> str:
 _LOCK_NAME = "placement_schema_migration"
 _PG_LOCK_KEY = 0x706C6163  # "plac"
 _LOCK_WAIT_SECONDS = 600
+# A Galera cluster's migration lock: the table exists while a migration
+# runs (see _galera_exclusive).
+_GALERA_LOCK_TABLE = "placement_migration_lock"
+_TABLE_EXISTS = 1050
 
 
 @contextlib.contextmanager
@@ -174,6 +180,9 @@ def _exclusive(conn: sa.engine.Connection) -> Iterator[None]:
             conn.rollback()
             conn.exec_driver_sql("SELECT pg_advisory_unlock(%d)" % _PG_LOCK_KEY)
             conn.commit()
+    elif dialect == "mysql" and _is_galera(conn):
+        with _galera_exclusive(conn):
+            yield
     elif dialect == "mysql":
         got = conn.exec_driver_sql(
             "SELECT GET_LOCK('%s', %d)" % (_LOCK_NAME, _LOCK_WAIT_SECONDS)).scalar()
@@ -188,6 +197,50 @@ def _exclusive(conn: sa.engine.Connection) -> Iterator[None]:
             conn.commit()
     else:
         yield
+
+
+def _is_galera(conn: sa.engine.Connection) -> bool:
+    row = conn.exec_driver_sql("SHOW VARIABLES LIKE 'wsrep_on'").first()
+    conn.commit()
+    return row is not None and str(row[1]).upper() == "ON"
+
+
+@contextlib.contextmanager
+def _galera_exclusive(conn: sa.engine.Connection) -> Iterator[None]:
+    """Hold the migration lock of a whole Galera cluster.
+
+    GET_LOCK would hold on one node only, while workers migrate through
+    several.  DDL, though, runs on all nodes at the same point of one total
+    order, so exactly one CREATE TABLE of the lock table succeeds however
+    many nodes try at once: its creator holds the lock until it drops the
+    table, and everyone else waits for the table to go.  DDL that comes
+    after the DROP in that order sees every write made before it, so the
+    next holder reads the revision its predecessor left.  A migration
+    killed while holding the lock leaves the table behind; the others then
+    fail after waiting, naming it.
+    """
+    deadline = time.monotonic() + _LOCK_WAIT_SECONDS
+    while True:
+        try:
+            conn.exec_driver_sql(
+                "CREATE TABLE %s (id INTEGER PRIMARY KEY)" % _GALERA_LOCK_TABLE)
+            conn.commit()
+            break
+        except (db_exc.DBError, sa.exc.DBAPIError) as exc:
+            conn.rollback()
+            if api.driver_code(exc) != _TABLE_EXISTS:
+                raise
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                "timed out waiting for another schema migration; if none is "
+                "running, a migration was killed: drop table %s" % _GALERA_LOCK_TABLE)
+        time.sleep(0.5)
+    try:
+        yield
+    finally:
+        conn.rollback()
+        conn.exec_driver_sql("DROP TABLE IF EXISTS %s" % _GALERA_LOCK_TABLE)
+        conn.commit()
 
 
 def upgrade(db: Database, revision: str = "head") -> SchemaState:
@@ -267,14 +320,15 @@ def _zero_is_an_id(conn: sa.engine.Connection) -> Iterator[None]:
 
 
 def _insert_missing(db: Database, table: sa.Table, rows: list[dict[str, object]]) -> None:
-    for _attempt in range(3):
-        try:
-            with db.writer() as conn:
-                present = set(conn.execute(sa.select(table.c.name)).scalars())
-                missing = [row for row in rows if row["name"] not in present]
-                if missing:
-                    with _zero_is_an_id(conn):
-                        conn.execute(table.insert(), missing)
-            return
-        except db_exc.DBDuplicateEntry:
-            continue  # a concurrent sync inserted some; look again
+    def attempt() -> None:
+        with db.writer() as conn:
+            present = set(conn.execute(sa.select(table.c.name)).scalars())
+            missing = [row for row in rows if row["name"] not in present]
+            if missing:
+                with _zero_is_an_id(conn):
+                    conn.execute(table.insert(), missing)
+
+    # A concurrent sync that inserted some first makes ours a duplicate (or,
+    # through another Galera node, a failed certification); look again.
+    api.run_with_retries("sync of standard %s" % table.name, attempt,
+                         also=(db_exc.DBDuplicateEntry,))
