@@ -1,9 +1,10 @@
 """Running the service as a real process for tests: the console scripts
 and gunicorn, on a free loopback port, with a small JSON HTTP client.
 
-``serve(command, cwd, env)`` starts the process, waits (bounded) until
-``GET /`` answers, yields a :class:`Server` and stops the process and its
-workers afterwards.  Output goes to files in ``cwd`` so that a test can
+``serve(command, cwd, env, port)`` starts the process, waits (bounded)
+until ``GET /`` answers, yields a :class:`Server` and stops the process and
+its workers afterwards; ``serve_together`` does the same for several
+servers started at once.  Output goes to files in ``cwd`` so that a test can
 read what the server printed.
 """
 
@@ -87,19 +88,43 @@ def script(name: str) -> str:
     return str(path)
 
 
+@dataclass
+class Launch:
+    """How to start one server: command, working directory (which gets its
+    output files), environment and the port it will listen on."""
+
+    command: list[str]
+    cwd: Path
+    env: dict[str, str]
+    port: int
+
+
 @contextlib.contextmanager
 def serve(command: list[str], cwd: Path, env: dict[str, str], port: int
           ) -> Iterator[Server]:
-    stdout, stderr = cwd / "server.out", cwd / "server.err"
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=err,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-    server = Server(process, port, stdout, stderr)
-    try:
-        _wait_until_up(server)
+    with serve_together([Launch(command, cwd, env, port)]) as (server,):
         yield server
+
+
+@contextlib.contextmanager
+def serve_together(launches: list[Launch]) -> Iterator[list[Server]]:
+    """Start every server at once, so that they race through start-up;
+    yield them once each answers; stop them all afterwards."""
+    started: list[Server] = []
+    try:
+        for launch in launches:
+            stdout, stderr = launch.cwd / "server.out", launch.cwd / "server.err"
+            with open(stdout, "wb") as out, open(stderr, "wb") as err:
+                process = subprocess.Popen(
+                    launch.command, cwd=launch.cwd, env=launch.env, stdout=out,
+                    stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+            started.append(Server(process, launch.port, stdout, stderr))
+        for server in started:
+            _wait_until_up(server)
+        yield started
     finally:
-        _stop(process)
+        for server in started:
+            _stop(server.process)
 
 
 def _wait_until_up(server: Server) -> None:
