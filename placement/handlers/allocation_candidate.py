@@ -33,7 +33,7 @@ import webob
 from placement import errors, exceptions, policies, request_groups, responses
 from placement.memo import remembered
 from placement.objects import candidates
-from placement.objects.candidates import collector, summary
+from placement.objects.candidates import collector, summary, trees
 from placement.request import PlacementRequest
 from placement.schemas import allocation_candidate as schemas
 
@@ -276,7 +276,7 @@ class _SummaryWriter:
             if traits_text is None:
                 traits_text = self.trait_texts[id(traits)] = ', "traits": [%s]' % (
                     ", ".join([names.get(name) or _text(name)
-                               for name in sorted(traits)]))
+                               for name in trees.listed_traits(traits)]))
             text += traits_text
         if self.with_tree:
             parent = provider.parent_id

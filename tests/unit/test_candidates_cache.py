@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from placement.objects.candidates import cache as provider_cache
-from placement.objects.candidates.trees import Inventory, Provider, Tree
+from placement.objects.candidates.trees import Inventory, Provider, TraitSet, Tree
 
 VCPU = {"VCPU": Inventory(8, 0, 1, 8, 1, 1.0, 0)}
 
 
 def test_an_entry_holds_only_for_its_generation_and_uuid() -> None:
     cache = provider_cache.ProviderCache()
-    cache.put(7, cache.entry(3, "uuid-a", dict(VCPU), frozenset()))
+    cache.put(7, cache.entry(3, "uuid-a", dict(VCPU), TraitSet.by_id(())))
     assert cache.get(7, 3, "uuid-a") is not None
     assert cache.get(7, 4, "uuid-a") is None      # written since
     assert cache.get(7, 3, "uuid-b") is None      # another provider, same id
@@ -20,10 +20,10 @@ def test_an_entry_holds_only_for_its_generation_and_uuid() -> None:
 
 def test_like_entries_share_their_objects() -> None:
     cache = provider_cache.ProviderCache()
-    one = cache.entry(0, "uuid-1", dict(VCPU), frozenset({"CUSTOM_X"}))
-    two = cache.entry(5, "uuid-2", dict(VCPU), frozenset({"CUSTOM_X"}))
+    one = cache.entry(0, "uuid-1", dict(VCPU), TraitSet.by_id([(1, "CUSTOM_X")]))
+    two = cache.entry(5, "uuid-2", dict(VCPU), TraitSet.by_id([(1, "CUSTOM_X")]))
     other = cache.entry(0, "uuid-3", {"VCPU": VCPU["VCPU"]._replace(total=4)},
-                        frozenset())
+                        TraitSet.by_id(()))
     assert one.inventories is two.inventories and one.traits is two.traits
     assert other.inventories is not one.inventories
 
@@ -31,7 +31,7 @@ def test_like_entries_share_their_objects() -> None:
 def test_a_renamed_class_drops_every_entry() -> None:
     cache = provider_cache.ProviderCache()
     cache.check_class_names({1: "VCPU", 9: "CUSTOM_OLD"})
-    cache.put(7, cache.entry(0, "uuid-a", dict(VCPU), frozenset()))
+    cache.put(7, cache.entry(0, "uuid-a", dict(VCPU), TraitSet.by_id(())))
     cache.check_class_names({1: "VCPU", 9: "CUSTOM_OLD", 10: "CUSTOM_NEW_CLASS"})
     assert cache.get(7, 0, "uuid-a") is not None  # a new class changes nothing
     cache.check_class_names({1: "VCPU", 9: "CUSTOM_RENAMED"})
@@ -52,7 +52,7 @@ def test_a_full_cache_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
     cache = provider_cache.ProviderCache()
     for provider_id in (1, 2, 3):
         cache.put(provider_id, cache.entry(0, "uuid-%d" % provider_id,
-                                           dict(VCPU), frozenset()))
+                                           dict(VCPU), TraitSet.by_id(())))
     assert [cache.get(p, 0, "uuid-%d" % p) is not None for p in (1, 2, 3)] == [
         False, False, True]
 
@@ -124,3 +124,19 @@ def test_the_queries_asked_least_recently_are_forgotten(
     # One query alone over the bound keeps nothing.
     kept.of("e").update({n: "x" for n in range(5)})
     assert kept.of("e") == {}
+
+
+def test_trait_sets_are_shared_only_in_the_same_order() -> None:
+    # Equal names listed in another order (ids of a trait re-created) must
+    # not share the earlier set: summaries list a set's own order.
+    cache = provider_cache.ProviderCache()
+    one = cache.entry(0, "uuid-1", dict(VCPU), TraitSet.by_id([(1, "A"), (2, "B")]))
+    two = cache.entry(0, "uuid-2", dict(VCPU), TraitSet.by_id([(3, "A"), (2, "B")]))
+    assert one.traits == two.traits and one.traits is not two.traits
+    assert (one.traits.listed, two.traits.listed) == (("A", "B"), ("B", "A"))
+
+
+def test_trait_sets_list_by_trait_id() -> None:
+    traits = TraitSet.by_id([(9, "CUSTOM_ALPHA"), (2, "HW_CPU_X86_SSE"), (5, "CUSTOM_ZED")])
+    assert traits.listed == ("HW_CPU_X86_SSE", "CUSTOM_ZED", "CUSTOM_ALPHA")
+    assert traits == {"CUSTOM_ALPHA", "CUSTOM_ZED", "HW_CPU_X86_SSE"}

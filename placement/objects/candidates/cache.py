@@ -53,7 +53,7 @@ from typing import Any, Hashable, NamedTuple
 
 import sqlalchemy as sa
 
-from placement.objects.candidates.trees import Inventory, Tree
+from placement.objects.candidates.trees import Inventory, TraitSet, Tree
 
 # Providers kept per worker, in entries and in trees alike.  Beyond it the
 # cache starts again from empty: it holds only what searches touch, so
@@ -78,7 +78,7 @@ class Entry(NamedTuple):
     generation: int
     uuid: str
     inventories: dict[str, Inventory]
-    traits: frozenset[str]
+    traits: TraitSet
 
 
 class ProviderCache:
@@ -150,14 +150,17 @@ class ProviderCache:
         return self._listed
 
     def entry(self, generation: int, uuid: str,
-              inventories: dict[str, Inventory], traits: frozenset[str]) -> Entry:
+              inventories: dict[str, Inventory], traits: TraitSet) -> Entry:
         """An entry whose inventories and traits are the very objects of
         earlier entries with equal ones: a fleet of like hosts then holds
         one copy, and the search decides once for all of them whether they
-        fit (see :mod:`.choices`)."""
+        fit (see :mod:`.choices`).  Trait sets are shared under the order
+        they list their names in, so a shared one never lists them in
+        another order than the provider's own."""
         shared = self._shared
         inventories = shared.setdefault(tuple(inventories.items()), inventories)
-        return Entry(generation, uuid, inventories, shared.setdefault(traits, traits))
+        return Entry(generation, uuid, inventories,
+                     shared.setdefault(("traits", traits.listed), traits))
 
     def aggregate_set(self, ids: tuple[int, ...], uuids: list[str]
                       ) -> frozenset[str]:

@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from placement.objects import resource_class as rc_obj
 from placement.objects.candidates import cache as provider_cache
 from placement.objects.candidates import search
-from placement.objects.candidates.trees import Inventory, Provider, Tree
+from placement.objects.candidates.trees import Inventory, Provider, TraitSet, Tree
 
 _NO_AGGREGATES: frozenset[str] = frozenset()
 
@@ -193,14 +193,14 @@ class Loader:
             for row in search.fetch(self.conn, "inventories", params):
                 inventories[row[0]][class_name(row[1])] = make_tuple(
                     Inventory, (*row[2:], 0))
-            traits: dict[int, set[str]] = {}
-            for provider_id, name in search.fetch(self.conn, "traits", params):
-                traits.setdefault(provider_id, set()).add(name)
+            traits: dict[int, list[tuple[int, str]]] = {}
+            for provider_id, trait_id, name in search.fetch(self.conn, "traits", params):
+                traits.setdefault(provider_id, []).append((trait_id, name))
             keep = cache.names_classes_as(self.class_names)
             for provider_id in chunk:
                 generation, uuid = stale[provider_id]
                 entry = cache.entry(generation, uuid, inventories[provider_id],
-                                    frozenset(traits.get(provider_id, ())))
+                                    TraitSet.by_id(traits.get(provider_id, ())))
                 if keep:
                     cache.put(provider_id, entry)
                 found[provider_id] = entry

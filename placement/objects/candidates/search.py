@@ -212,7 +212,7 @@ def _inventories(provider_ids: Any) -> sa.Select[Any]:
 
 def _traits(provider_ids: Any) -> sa.Select[Any]:
     return (
-        sa.select(_RP_TRAITS.c.resource_provider_id, _TRAITS.c.name)
+        sa.select(_RP_TRAITS.c.resource_provider_id, _TRAITS.c.id, _TRAITS.c.name)
         .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
         .where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids))
     )

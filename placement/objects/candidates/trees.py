@@ -57,6 +57,37 @@ class Inventory(NamedTuple):
                 >= self.used + amount)
 
 
+class TraitSet(frozenset[str]):
+    """A provider's trait names, which also remember the order summaries
+    list them in: the order of the traits' ids.
+
+    Placement lists them as its database returns them, which is trait id
+    order on SQLite and MySQL (and the order the links were written on
+    PostgreSQL); ids of custom traits follow their creation.  Trait ids
+    of a provider's traits cannot change while it has them (a trait in
+    use cannot be deleted), so the order is as lasting as the set.
+    """
+
+    __slots__ = ("listed",)
+    listed: tuple[str, ...]
+
+    @classmethod
+    def by_id(cls, traits: Iterable[tuple[int, str]]) -> TraitSet:
+        """The set of ``(trait id, name)`` pairs' names, listed by id."""
+        listed = tuple(name for _id, name in sorted(traits))
+        found = cls(listed)
+        found.listed = listed
+        return found
+
+
+def listed_traits(traits: frozenset[str]) -> tuple[str, ...]:
+    """Trait names in the order summaries list them: a :class:`TraitSet`'s
+    own order; a plain set (providers built by hand) by name."""
+    if isinstance(traits, TraitSet):
+        return traits.listed
+    return tuple(sorted(traits))
+
+
 class Provider:
     """One provider: its place in its tree, inventories (with what is used
     of them), traits and aggregates (uuids)."""
