@@ -73,8 +73,8 @@ def render_consumer_allocations(consumer: Consumer | None,
     by_provider: dict[str, dict[str, Any]] = {}
     for item in allocations:
         entry = by_provider.setdefault(
-            item.provider_uuid, {"generation": item.provider_generation,
-                                 "resources": {}})
+            item.provider_uuid, {"resources": {},
+                                 "generation": item.provider_generation})
         entry["resources"][item.resource_class] = item.used
     body: dict[str, Any] = {"allocations": by_provider}
     if consumer is not None and allocations and version >= DICT_FORM_SINCE:

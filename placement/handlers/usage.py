@@ -19,10 +19,15 @@ CONSUMER_TYPES_SINCE = (1, 38)
 
 
 def render_usages_by_type(groups: Sequence[usage.TypeUsage]) -> dict[str, Any]:
-    return {"usages": {
-        group.consumer_type: {**group.usages, "consumer_count": group.consumer_count}
-        for group in groups
-    }}
+    return {"usages": {group.consumer_type: _with_count(group) for group in groups}}
+
+
+def _with_count(group: usage.TypeUsage) -> dict[str, int]:
+    """A type's usages with ``consumer_count`` second, after the first
+    class, where Placement's answers have it (it sets the count while
+    adding the first class, and adds the other classes after it)."""
+    items = list(group.usages.items())
+    return dict(items[:1] + [("consumer_count", group.consumer_count)] + items[1:])
 
 
 def list_provider_usages(req: PlacementRequest) -> webob.Response:

@@ -428,6 +428,11 @@ def get_by_provider(ctx: Any, provider_uuid: str) -> tuple[int, list[Allocation]
         ).scalar_one_or_none()
         if generation is None:
             raise exceptions.ProviderNotFound(uuid=provider_uuid)
+        # Placement's database reads a provider's allocations through its
+        # (provider, class, used) index, so they come by class, then
+        # amount, then age; consumers and classes are listed in that order.
         rows = conn.execute(
-            _select_allocations().where(_RP.c.uuid == provider_uuid)).all()
+            _select_allocations().where(_RP.c.uuid == provider_uuid)
+            .order_by(None).order_by(_ALLOC.c.resource_class_id, _ALLOC.c.used,
+                                     _ALLOC.c.id)).all()
         return generation, _to_allocations(conn, rows)
