@@ -94,9 +94,11 @@ def _check_content_headers(environ: dict[str, Any]) -> None:
     try:
         has_body = bool(length) and int(length) > 0
     except ValueError:
-        raise errors.BadRequest("content-length header must be an integer") from None
+        raise errors.BadRequest("content-length header must be an integer",
+                                vary=False) from None
     if has_body and not environ.get("CONTENT_TYPE"):
-        raise errors.BadRequest("content-type header required when content-length > 0")
+        raise errors.BadRequest("content-type header required when content-length > 0",
+                                vary=False)
 
 
 def _check_accept(req: PlacementRequest) -> None:

@@ -46,6 +46,7 @@ class ApiError(Exception):
         code: str = DEFAULT,
         headers: dict[str, str] | None = None,
         extra: dict[str, Any] | None = None,
+        vary: bool = True,
     ) -> None:
         super().__init__(detail)
         self.detail = detail
@@ -53,6 +54,14 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
         # Additional members of the error object (406 carries min/max).
         self.extra = dict(extra or {})
+        # Whether the response carries ``Vary``.  Placement's handlers
+        # return their errors, which its microversion middleware gives the
+        # OpenStack-API-Version and Vary headers of any response; the
+        # errors raised around them (an unknown URL, a body without a
+        # content type, a policy refusal, a lookup a handler leaves
+        # uncaught) pass that middleware as exceptions and get only
+        # OpenStack-API-Version.  Those are made with ``vary=False``.
+        self.vary = vary
 
 
 class BadRequest(ApiError):

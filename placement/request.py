@@ -131,7 +131,7 @@ class PlacementRequest(webob.Request):
             self.ctx.can(rule, target)
         except oslo_policy.PolicyNotAuthorized:
             raise errors.Forbidden(
-                "Policy does not allow %s to be performed." % rule
+                "Policy does not allow %s to be performed." % rule, vary=False
             ) from None
 
     def require_json(self) -> None:

@@ -145,9 +145,11 @@ class Router:
         # explanation for an unknown or not-yet-existing URL, and for a
         # method newer than the request's version.
         found = self._match(path or "/")
+        if found is None:
+            raise errors.NotFound("", vary=False)
         # No name or uuid holds a NUL (no database stores one), so a path
         # with one names nothing, on every backend.
-        if found is None or "\x00" in path:
+        if "\x00" in path:
             raise errors.NotFound("")
         template, urlvars = found
         declared = self._by_path[template]

@@ -57,7 +57,7 @@ def set_aggregates(req: PlacementRequest) -> webob.Response:
         found = aggregate.set_for_provider(req.ctx, req.urlvars["uuid"], uuids,
                                            expected)
     except exceptions.ProviderNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
     except exceptions.ProviderConcurrentUpdate:
         raise errors.Conflict(_GENERATION_CHANGED,
                               code=errors.CONCURRENT_UPDATE) from None
@@ -68,7 +68,7 @@ def _provider_aggregates(req: PlacementRequest) -> aggregate.ProviderAggregates:
     try:
         return aggregate.get_for_provider(req.ctx, req.urlvars["uuid"])
     except exceptions.ProviderNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
 
 
 def _render(req: PlacementRequest, found: aggregate.ProviderAggregates

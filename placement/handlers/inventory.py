@@ -78,11 +78,16 @@ def _check_capacity(req: PlacementRequest, provider: rp_obj.ResourceProvider,
                 % (resource_class, provider.uuid))
 
 
-def _provider(req: PlacementRequest, detail: str = "{error}"
+def _provider(req: PlacementRequest, detail: str | None = None
               ) -> rp_obj.ResourceProvider:
+    """The provider of the URL; 404 worded as ``detail``, or (without one)
+    in the lookup's own words and without Vary, as Placement's writes let
+    that lookup's error escape their handlers."""
     try:
         return rp_obj.get_by_uuid(req.ctx, req.urlvars["uuid"])
     except exceptions.ProviderNotFound as exc:
+        if detail is None:
+            raise errors.NotFound(str(exc), vary=False) from None
         raise errors.NotFound(detail.format(
             uuid=req.urlvars["uuid"], error=exc)) from None
 
@@ -218,7 +223,7 @@ def update_inventory(req: PlacementRequest) -> webob.Response:
         raise errors.Conflict("update conflict: %s" % exc,
                               code=errors.CONCURRENT_UPDATE) from None
     except exceptions.ResourceClassNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
     except exceptions.InventoryNotFound as exc:
         raise errors.BadRequest(
             "No inventory record with resource class for resource provider "

@@ -85,7 +85,7 @@ def update_resource_class(req: PlacementRequest) -> webob.Response:
         raise errors.Conflict(
             "Resource class already exists: %s" % new_name) from None
     except exceptions.ResourceClassNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
     return responses.json(req, render_class(req, rc))
 
 
@@ -99,7 +99,7 @@ def delete_resource_class(req: PlacementRequest) -> webob.Response:
     try:
         resource_class.delete(req.ctx, name)
     except exceptions.ResourceClassNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
     except exceptions.ResourceClassCannotDeleteStandard as exc:
         raise errors.BadRequest(
             "Error in delete resource class: %s" % exc) from None
@@ -113,7 +113,7 @@ def _get(req: PlacementRequest, name: str) -> resource_class.ResourceClass:
     try:
         return resource_class.get_by_name(req.ctx, name)
     except exceptions.ResourceClassNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
 
 
 def _ensure_class(req: PlacementRequest, name: str) -> webob.Response:

@@ -195,7 +195,7 @@ def _get(req: PlacementRequest) -> rp_obj.ResourceProvider:
     try:
         return rp_obj.get_by_uuid(req.ctx, req.urlvars["uuid"])
     except exceptions.ProviderNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
 
 
 def update_provider(req: PlacementRequest) -> webob.Response:
@@ -215,7 +215,7 @@ def update_provider(req: PlacementRequest) -> webob.Response:
             data.get("parent_provider_uuid", rp_obj.UNSET),
             allow_reparenting=req.version >= REPARENTING_SINCE)
     except exceptions.ProviderNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
     except exceptions.ProviderExists:
         raise errors.Conflict(
             "Conflicting resource provider %s already exists." % data["name"],

@@ -149,7 +149,7 @@ def set_provider_traits(req: PlacementRequest) -> webob.Response:
         found = trait.set_for_provider(req.ctx, req.urlvars["uuid"], body["traits"],
                                        body["resource_provider_generation"])
     except exceptions.ProviderNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
     except exceptions.ProviderConcurrentUpdate:
         raise errors.Conflict(_GENERATION_CHANGED,
                               code=errors.CONCURRENT_UPDATE) from None
@@ -170,7 +170,7 @@ def delete_provider_traits(req: PlacementRequest) -> webob.Response:
     try:
         trait.delete_for_provider(req.ctx, req.urlvars["uuid"])
     except exceptions.ProviderNotFound as exc:
-        raise errors.NotFound(str(exc)) from None
+        raise errors.NotFound(str(exc), vary=False) from None
     except exceptions.ProviderConcurrentUpdate as exc:
         raise errors.Conflict(str(exc), code=errors.CONCURRENT_UPDATE) from None
     return responses.no_content()

@@ -41,7 +41,10 @@ def error_response(environ: dict[str, Any], exc: errors.ApiError) -> webob.Respo
     for name, value in exc.headers.items():
         resp.headers[name] = value
     if version is not None:
-        resp.headers.update(microversion.response_headers(version))
+        headers = microversion.response_headers(version)
+        if not exc.vary:
+            del headers["Vary"]
+        resp.headers.update(headers)
     # oslo.middleware's RequestId adds this header on the way out, but an
     # exception that escapes to the fault barrier has already passed it.
     request_id = environ.get(REQUEST_ID_ENVIRON)

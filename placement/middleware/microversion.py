@@ -2,7 +2,8 @@
 
 The version is stored in the environ for the handlers and the error
 formatter; every response, errors and 401s included, carries the
-``OpenStack-API-Version`` and ``Vary`` headers.
+``OpenStack-API-Version`` header, and all but the errors Placement raises
+outside its handlers (see :class:`placement.errors.ApiError`) ``Vary``.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ class MicroversionMiddleware:
 
         def _start_response(status: str, headers: list[tuple[str, str]],
                             exc_info: Any = None) -> Any:
+            # Errors set their own version headers (some without Vary, see
+            # errors.ApiError); other responses get them here.
             names = {name.lower() for name, _ in headers}
-            headers = list(headers) + [
-                (name, value) for name, value in extra if name.lower() not in names
-            ]
+            if microversion.HEADER.lower() not in names:
+                headers = list(headers) + extra
             return start_response(status, headers, exc_info)
 
         return self.application(environ, _start_response)

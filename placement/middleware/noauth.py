@@ -12,8 +12,9 @@ noauth2 so that test suites written for it behave the same here:
   anyone else has none.
 * ``OpenStack-System-Scope: all`` makes a system-scoped token: no project
   is derived from the token.
-* Without a token (header missing or empty) the answer is 401, except for
-  public paths such as the root document.
+* Without a token header the answer is 401, except for public paths such
+  as the root document.  An empty token names a user without a name and
+  without roles, whom policy then refuses (403), as with Placement.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class NoAuthMiddleware:
         if self.is_public(environ.get("PATH_INFO", "/")):
             return self.application(environ, start_response)
         token = environ.get("HTTP_X_AUTH_TOKEN")
-        if not token:
+        if token is None:
             exc = errors.Unauthorized("No X-Auth-Token header was provided.")
             return error_response(environ, exc)(environ, start_response)
         user_id, _sep, project_id = token.partition(":")
