@@ -36,6 +36,9 @@ class Candidates:
     chosen: tuple[Item, ...]
     forest: Forest
     query: CandidateQuery
+    # Before 1.29, when the limit left candidates out: the providers the
+    # summaries show (see :func:`_summarised_before_nested`).
+    summarised: frozenset[int] | None = None
 
     @property
     def combinations(self) -> tuple[Combination, ...]:
@@ -82,23 +85,64 @@ def find(ctx: Any, query: CandidateQuery, *, limit: int | None = None,
         amounts = [(classes[name], amount) for group in query.groups
                    for name, amount in group.resources]
         roots = search.candidate_roots(conn, amounts) if bound else None
+        class_ids = [classes[name] for name in query.resource_class_names]
         if roots is not None and bound is not None:
             chosen = assemble.choose(
                 itertools.chain.from_iterable(
                     _batches(loader, roots, query, nested, kept)),
                 limit=bound, randomize=False, max_candidates=-1)
-            return _candidates(chosen, query)
-        trees = loader.relevant_trees(
-            [classes[name] for name in query.resource_class_names])
-    stream = _stream(trees, query, nested, kept, strategy)
-    return _candidates(assemble.choose(
-        stream, limit=limit, randomize=randomize, max_candidates=max_candidates),
-        query)
+            if not _cut_before_nested(chosen, limit, nested):
+                return _candidates(chosen, query)
+            trees = loader.relevant_trees(class_ids)
+        else:
+            trees = loader.relevant_trees(class_ids)
+            chosen = None
+    if chosen is None:
+        chosen = assemble.choose(
+            _stream(trees, query, nested, kept, strategy),
+            limit=limit, randomize=randomize, max_candidates=max_candidates)
+    found = _candidates(chosen, query)
+    if _cut_before_nested(chosen, limit, nested):
+        found = dataclasses.replace(found, summarised=_summarised_before_nested(
+            found, trees, query, kept))
+    return found
+
+
+def _cut_before_nested(chosen: list[Item], limit: int | None, nested: bool) -> bool:
+    """Whether the limit may have left candidates out, before 1.29."""
+    return not nested and limit is not None and len(chosen) >= limit
 
 
 def _candidates(chosen: list[Item], query: CandidateQuery) -> Candidates:
     trees = {tree.root_id: tree for listed, _index in chosen for tree in listed.trees}
     return Candidates(tuple(chosen), Forest(trees.values()), query)
+
+
+def _summarised_before_nested(found: Candidates, trees: Sequence[Tree],
+                              query: CandidateQuery,
+                              kept: dict[int, CandidateList]) -> frozenset[int]:
+    """The providers Placement summarises before 1.29 when ``limit`` left
+    candidates out.
+
+    Placement cuts its whole answer to the limit and then keeps the
+    summaries of the providers whose root is the root of a provider in a
+    returned candidate: so the summaries also show providers of those
+    trees that only candidates left out use.  Those candidates are found
+    again here, from those trees and the sharing providers' (this costs a
+    second search, only for such requests).
+    """
+    providers = found.forest.providers
+    roots = {providers[pid].root_id for combination in found.combinations
+             for choice in combination for pid, _name, _amount in choice.allocations}
+    involved = [tree for tree in trees if tree.root_id in roots or tree.sharing]
+    everything = Forest(involved).providers
+    used: set[int] = set()
+    for listed, index in _stream(involved, query, False, kept, assemble.DEPTH_FIRST):
+        for choice in listed.combinations[index]:
+            for pid, _name, _amount in choice.allocations:
+                if everything[pid].root_id in roots:
+                    used.add(pid)
+    return frozenset(used)
 
 
 def _bound(limit: int | None, randomize: bool, max_candidates: int,

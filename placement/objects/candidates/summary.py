@@ -38,11 +38,14 @@ def trees_shown(found: Candidates) -> list[Tree]:
 
 def providers_shown(found: Candidates) -> list[Provider]:
     """The providers the candidates take from, by id: the ones summarised
-    before 1.29."""
+    before 1.29 (more when the limit left candidates out, see
+    :attr:`Candidates.summarised`)."""
+    providers = found.forest.providers
+    if found.summarised is not None:
+        return [providers[pid] for pid in sorted(found.summarised)]
     used: set[int] = set()
     for combination in found.combinations:
         for choice in combination:
             for pid, _name, _amount in choice.allocations:
                 used.add(pid)
-    providers = found.forest.providers
     return [providers[pid] for pid in sorted(used)]
