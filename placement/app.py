@@ -127,15 +127,19 @@ def _stack(conf: cfg.ConfigOpts, db: Database) -> WSGIApp:
     * cors: answers preflights before authentication, as browsers need;
       only when ``[cors] allowed_origin`` is set, as otherwise it would
       still turn every failed ``OPTIONS`` into a 200;
-    * microversion: negotiated before auth, so even a 401 carries it;
+    * auth: keystonemiddleware's auth_token or noauth2 (``[api]
+      auth_strategy``); public paths (the root) skip it.  Before the
+      microversion, as in Placement: a 401 carries no version headers,
+      and a request without a token is refused whatever version it asks;
+    * microversion: negotiated before anything else reads the request;
     * body_size: refuses oversize bodies before anyone reads them
       (``[oslo_middleware] max_request_body_size``), as a JSON 413;
-    * auth: keystonemiddleware's auth_token or noauth2 (``[api]
-      auth_strategy``); public paths (the root) skip it;
     * the application: context, routing, policy, handlers.
     """
     router = Router()
     app: WSGIApp = PlacementApp(conf, db, router)
+    app = body_size.BodySizeLimit(app, conf)
+    app = microversion.MicroversionMiddleware(app)
     if conf.api.auth_strategy == "noauth2":
         app = noauth.NoAuthMiddleware(app, router.is_public)
     else:
@@ -144,8 +148,6 @@ def _stack(conf: cfg.ConfigOpts, db: Database) -> WSGIApp:
         from placement.middleware import keystone
 
         app = keystone.authenticated(app, conf, router.is_public)
-    app = body_size.BodySizeLimit(app, conf)
-    app = microversion.MicroversionMiddleware(app)
     conf.register_opts(cors.OPTS, group="cors")
     if conf.cors.allowed_origin:
         app = cors.CORS(app, conf)

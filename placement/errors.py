@@ -125,7 +125,7 @@ class ServiceUnavailable(ApiError):
     title = "Service Unavailable"
 
 
-def _as_placement_sees_it(environ: Mapping[str, Any] | None) -> dict[str, Any]:
+def as_placement_sees_it(environ: Mapping[str, Any] | None) -> dict[str, Any]:
     """The request values webob's error templates read, as Placement has them.
 
     Placement treats a missing, empty or ``*/*`` Accept as
@@ -155,7 +155,7 @@ def full_detail(status: int, detail: str,
     if exc_class is None:
         return "\n\n %s  " % detail
     exc = exc_class(detail=detail)
-    body = exc._make_body(_as_placement_sees_it(environ),
+    body = exc._make_body(as_placement_sees_it(environ),
                           webob.exc.no_escape)  # the template, filled in
     return str(webob.exc.strip_tags(body))
 
@@ -171,7 +171,7 @@ def media_type(status: int, environ: Mapping[str, Any] | None = None) -> str:
     if status not in webob.exc.status_map:
         return "application/json"
     accept = webob.acceptparse.create_accept_header(
-        _as_placement_sees_it(environ)["HTTP_ACCEPT"])
+        as_placement_sees_it(environ)["HTTP_ACCEPT"])
     offers = accept.acceptable_offers(offers=["text/html", "application/json"])
     return offers[0][0] if offers else "text/plain"
 
@@ -181,7 +181,7 @@ def page(status: int, detail: str, environ: Mapping[str, Any] | None,
     """The ``text/html`` or ``text/plain`` error body, written by webob
     itself from its templates, as Placement's are."""
     exc = webob.exc.status_map[status](detail=detail)
-    values = _as_placement_sees_it(environ)
+    values = as_placement_sees_it(environ)
     text = exc.html_body(values) if kind == "text/html" else exc.plain_body(values)
     return str(text).encode("utf-8")
 

@@ -1,9 +1,10 @@
-"""Negotiates the microversion before anything else looks at the request.
+"""Negotiates the microversion before anything else reads the request.
 
 The version is stored in the environ for the handlers and the error
-formatter; every response, errors and 401s included, carries the
-``OpenStack-API-Version`` header, and all but the errors Placement raises
-outside its handlers (see :class:`placement.errors.ApiError`) ``Vary``.
+formatter.  Every response that gets this far (not a 401: authentication
+comes first, as in Placement) carries the ``OpenStack-API-Version``
+header, and all but the errors Placement raises outside its handlers (see
+:class:`placement.errors.ApiError`) ``Vary``.
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+import webob.exc
+
 from placement import errors
-from placement.middleware.errors import error_response
 
 WSGIApp = Callable[..., Iterable[bytes]]
 
@@ -40,8 +41,10 @@ class NoAuthMiddleware:
             return self.application(environ, start_response)
         token = environ.get("HTTP_X_AUTH_TOKEN")
         if token is None:
-            exc = errors.Unauthorized("No X-Auth-Token header was provided.")
-            return error_response(environ, exc)(environ, start_response)
+            # Placement's noauth2 answers with webob's bare 401, not with
+            # its own error format: no errors list, no request id inside.
+            refusal = webob.exc.HTTPUnauthorized()
+            return refusal(errors.as_placement_sees_it(environ), start_response)
         user_id, _sep, project_id = token.partition(":")
         if "HTTP_X_ROLES" in environ:
             roles = environ["HTTP_X_ROLES"].split(",")

@@ -104,7 +104,7 @@ class TestNoAuth:
     def test_missing_token_is_401(self) -> None:
         resp = _request(**{VERSION_ENVIRON: (1, 0)}).get_response(self._app({}))
         assert resp.status_int == 401
-        assert json.loads(resp.body)["errors"][0]["title"] == "Unauthorized"
+        assert json.loads(resp.body)["title"] == "Unauthorized"
 
     def test_public_path_needs_no_token(self) -> None:
         resp = _request("/").get_response(self._app({}))
