@@ -114,7 +114,8 @@ def _check_accept(req: PlacementRequest) -> None:
         raise errors.NotAcceptable("Only application/json is provided")
 
 
-def _stack(conf: cfg.ConfigOpts, db: Database) -> WSGIApp:
+def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
+           versioning: Callable[[WSGIApp], WSGIApp]) -> WSGIApp:
     """The middleware around the router, listed from the outside in.
 
     * fault: outermost, so nothing escapes as a traceback;
@@ -135,11 +136,13 @@ def _stack(conf: cfg.ConfigOpts, db: Database) -> WSGIApp:
     * body_size: refuses oversize bodies before anyone reads them
       (``[oslo_middleware] max_request_body_size``), as a JSON 413;
     * the application: context, routing, policy, handlers.
+
+    ``router`` and ``versioning`` are the API's: Placement's by default,
+    Ironic's for the bare-metal API (``placement/baremetal/app.py``).
     """
-    router = Router()
     app: WSGIApp = PlacementApp(conf, db, router)
     app = body_size.BodySizeLimit(app, conf)
-    app = microversion.MicroversionMiddleware(app)
+    app = versioning(app)
     if conf.api.auth_strategy == "noauth2":
         app = noauth.NoAuthMiddleware(app, router.is_public)
     else:
@@ -158,8 +161,12 @@ def _stack(conf: cfg.ConfigOpts, db: Database) -> WSGIApp:
     return app
 
 
-def build_app(conf: cfg.ConfigOpts, db: Database | None = None) -> WSGIApp:
-    """The placement WSGI application for this configuration."""
+def build_app(conf: cfg.ConfigOpts, db: Database | None = None,
+              router: Router | None = None,
+              versioning: Callable[[WSGIApp], WSGIApp] | None = None) -> WSGIApp:
+    """The placement WSGI application for this configuration (or, given
+    another router and version negotiation, another API on the same
+    configuration, database and policy)."""
     db = db or Database(conf)
     if conf.placement_database.sync_on_startup:
         # alembic is imported only by workers that migrate.
@@ -167,4 +174,5 @@ def build_app(conf: cfg.ConfigOpts, db: Database | None = None) -> WSGIApp:
 
         migration.upgrade(db)
     policy.init(conf)
-    return _stack(conf, db)
+    return _stack(conf, db, router or Router(),
+                  versioning or microversion.MicroversionMiddleware)

@@ -188,3 +188,31 @@ class InventoryProviderNotFound(ProviderNotFound):
 class ProviderGenerationConflict(ConcurrentUpdate):
     message = ("resource provider generation conflict for provider "
                "%(uuid)s: actual: %(actual)s, given: %(given)s")
+
+
+# The bare-metal allocation API (objects/baremetal_allocation.py).  Their
+# messages are Ironic's, which clients show and match.
+
+class BaremetalAllocationNotFound(NotFound):
+    message = "Allocation %(ident)s could not be found."
+
+
+class BaremetalAllocationNameExists(Duplicate):
+    message = "An allocation with name %(name)s already exists."
+
+
+class BaremetalAllocationUuidExists(Duplicate):
+    message = "An allocation with UUID %(uuid)s already exists."
+
+
+class BaremetalNodeNotFound(NotFound):
+    message = "Node %(ident)s could not be found."
+
+
+class BaremetalNodesNotFound(NotFound):
+    message = "Nodes cannot be found: %(idents)s"
+
+
+class BaremetalBackfillRefused(Conflict):
+    message = ("Failed to process allocation %(uuid)s: Cannot backfill an "
+               "allocation for node %(node)s: %(reason)s.")

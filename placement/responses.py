@@ -69,6 +69,18 @@ def json(
     return resp
 
 
+def document(data: Any, *, status: int = 200, location: str | None = None
+             ) -> webob.Response:
+    """A JSON response without Placement's caching headers: the bare-metal
+    API's answers, which Ironic sends with none."""
+    resp = webob.Response(status=status, charset=None)
+    resp.content_type = "application/json"
+    resp.body = dumps(data)
+    if location:
+        resp.headers["Location"] = location
+    return resp
+
+
 def no_content() -> webob.Response:
     """204; with ``Content-Length: 0``, as Placement sends it."""
     resp = webob.Response(status=204, charset=None)

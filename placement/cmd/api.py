@@ -2,8 +2,10 @@
 
 With no ``[placement_database] connection`` configured it serves from
 ``placement.sqlite`` in the working directory, creating or upgrading the
-schema first.  For production run ``placement.wsgi.api:application`` under
-gunicorn or uwsgi.
+schema first.  ``--baremetal-port P`` also serves the bare-metal
+allocation API (Ironic's ``/v1/allocations``) on port P of the same host,
+from the same database.  For production run ``placement.wsgi.api:application``
+(and ``placement.wsgi.baremetal:application``) under gunicorn or uwsgi.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 import argparse
 import socketserver
 import sys
+import threading
+from typing import Any
 from wsgiref import simple_server
 
 from placement import app, conf as placement_conf
+from placement.baremetal import app as baremetal_app
 from placement.db import migration
 from placement.db.api import Database, redact_url
 
@@ -32,10 +37,24 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
         pass
 
 
+def _listen(host: str, port: int, application: Any) -> simple_server.WSGIServer | None:
+    try:
+        return simple_server.make_server(
+            host, port, application,
+            server_class=_ThreadingServer, handler_class=_QuietHandler)
+    except OSError as exc:
+        print("%s: cannot listen on %s:%d: %s" % (PROG, host, port,
+                                                  exc.strerror or exc),
+              file=sys.stderr)
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8778)
+    parser.add_argument("--baremetal-port", type=int, default=None,
+                        help="also serve the bare-metal allocation API on this port")
     args, rest = parser.parse_known_args(argv)
     try:
         conf = placement_conf.load(rest, prog=PROG)
@@ -57,16 +76,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print("%s: %s" % (PROG, message), file=sys.stderr)
         return 1
-    application = app.build_app(conf, db)
-    try:
-        server = simple_server.make_server(
-            args.host, args.port, application,
-            server_class=_ThreadingServer, handler_class=_QuietHandler)
-    except OSError as exc:
-        print("%s: cannot listen on %s:%d: %s" % (PROG, args.host, args.port,
-                                                  exc.strerror or exc),
-              file=sys.stderr)
+    server = _listen(args.host, args.port, app.build_app(conf, db))
+    if server is None:
         return 1
+    if args.baremetal_port is not None:
+        baremetal = _listen(args.host, args.baremetal_port,
+                            baremetal_app.build_app(conf, db))
+        if baremetal is None:
+            return 1
+        threading.Thread(target=baremetal.serve_forever, daemon=True).start()
+        print("placement-api: bare-metal allocation API on http://%s:%d/"
+              % (args.host, args.baremetal_port))
     print("placement-api: database %s" % redact_url(db.url))
     print("placement-api: serving on http://%s:%d/ (auth_strategy=%s)"
           % (args.host, args.port, conf.api.auth_strategy))

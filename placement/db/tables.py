@@ -194,3 +194,29 @@ resource_provider_aggregates = sa.Table(
     *_timestamps(),
     sa.Index("resource_provider_aggregates_aggregate_id_idx", "aggregate_id"),
 )
+
+# Bare-metal allocations (Ironic's /v1/allocations, placement/wsgi/baremetal.py).
+# The node an active allocation holds is also claimed in ``allocations``,
+# by a consumer whose uuid is the allocation's; ``node_uuid`` names that
+# provider so that lists can filter and show it without a join.  traits,
+# candidate_nodes and extra are JSON texts, stored as given.
+baremetal_allocations = sa.Table(
+    "baremetal_allocations",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", _UUID, nullable=False),
+    sa.Column("name", sa.Unicode(255), nullable=True),
+    sa.Column("node_uuid", _UUID, nullable=True),
+    sa.Column("state", sa.String(15), nullable=False),
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Column("resource_class", sa.String(80), nullable=True),
+    sa.Column("traits", sa.Text, nullable=True),
+    sa.Column("candidate_nodes", sa.Text, nullable=True),
+    sa.Column("extra", sa.Text, nullable=True),
+    sa.Column("owner", sa.String(255), nullable=True),
+    *_timestamps(),
+    sa.UniqueConstraint("uuid", name="uniq_baremetal_allocations0uuid"),
+    sa.UniqueConstraint("name", name="uniq_baremetal_allocations0name"),
+    sa.Index("baremetal_allocations_node_uuid_idx", "node_uuid"),
+    sa.Index("baremetal_allocations_owner_idx", "owner"),
+)

@@ -15,9 +15,17 @@ from placement import errors, microversion
 VERSION_ENVIRON = "placement.microversion"
 REQUEST_ID_ENVIRON = "openstack.request_id"
 REQUEST_ID_HEADER = "x-openstack-request-id"
+# A function (environ, ApiError) -> webob.Response that replaces this
+# module's rendering, set by an application that answers errors in another
+# API's format (the bare-metal API answers in Ironic's).
+RENDERER_ENVIRON = "placement.error_renderer"
 
 
 def error_response(environ: dict[str, Any], exc: errors.ApiError) -> webob.Response:
+    renderer = environ.get(RENDERER_ENVIRON)
+    if renderer is not None:
+        response: webob.Response = renderer(environ, exc)
+        return response
     version = environ.get(VERSION_ENVIRON)
     resp = webob.Response(status=exc.status, charset=None)
     kind = errors.media_type(exc.status, environ)

@@ -16,6 +16,7 @@ from placement.policies import (
     allocation,
     allocation_candidate,
     base,
+    baremetal_allocation,
     inventory,
     reshaper,
     resource_class,
@@ -38,4 +39,5 @@ def list_rules() -> list[policy.RuleDefault]:
         *allocation.rules(),
         *allocation_candidate.rules(),
         *reshaper.rules(),
+        *baremetal_allocation.rules(),
     ]

@@ -9,17 +9,11 @@ database, so any number of them, on any number of hosts, may serve together.
 
 from __future__ import annotations
 
-import os
-
-from placement import app, conf as placement_conf
+from placement import app, wsgi
 
 
 def init_application():  # type: ignore[no-untyped-def]
-    files = os.environ.get("OS_PLACEMENT_CONFIG_FILES")
-    conf = placement_conf.load(
-        default_config_files=files.split(",") if files else None)
-    placement_conf.setup_logging(conf)
-    return app.build_app(conf)
+    return app.build_app(wsgi.load_conf())
 
 
 application = init_application()

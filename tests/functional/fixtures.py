@@ -34,6 +34,10 @@ Fixture classes:
 ``BreadthFirstCandidatesFixture``
     ``[placement] max_allocation_candidates = 2`` and
     ``allocation_candidates_generation_strategy = breadth-first``.
+``BaremetalFixture``
+    as APIFixture, with the bare-metal API (``placement.wsgi.baremetal``)
+    on the same database under ``/baremetal``: the YAML creates nodes
+    through the Placement API and allocates them through Ironic's.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from gabbi import fixture
 from oslo_config import cfg
 
 from placement import app, conf as placement_conf
+from placement.baremetal import app as baremetal_app
 from placement.db import migration
 from placement.db.api import Database
 from tests import backends
@@ -130,6 +135,32 @@ class APIFixture(fixture.GabbiFixture):
         self.conf.reset()
 
 
+class _PrefixDispatch:
+    """Placement at the root, another application under a path prefix,
+    as a deployment behind one proxy would serve them."""
+
+    def __init__(self, placement: WSGIApp, prefix: str, other: WSGIApp) -> None:
+        self.placement = placement
+        self.prefix = prefix
+        self.other = other
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if path != self.prefix and not path.startswith(self.prefix + "/"):
+            return self.placement(environ, start_response)
+        environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + self.prefix
+        environ["PATH_INFO"] = path[len(self.prefix):]
+        return self.other(environ, start_response)
+
+
+class BaremetalFixture(APIFixture):
+    def start_fixture(self) -> None:
+        super().start_fixture()
+        assert CURRENT.app is not None
+        CURRENT.app = _PrefixDispatch(CURRENT.app, "/baremetal",
+                                      baremetal_app.build_app(self.conf, self.db))
+
+
 class LegacyPolicyFixture(APIFixture):
     def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
         return {"oslo_policy": {"enforce_new_defaults": False,
@@ -207,7 +238,8 @@ _FIXTURES = (APIFixture, LegacyPolicyFixture, OpenPolicyFixture,
              ClosedPolicyFixture, OperatorRolePolicyFixture, CORSFixture,
              BehindProxyFixture, SmallBodyLimitFixture,
              RandomizedCandidatesFixture,
-             CappedCandidatesFixture, BreadthFirstCandidatesFixture)
+             CappedCandidatesFixture, BreadthFirstCandidatesFixture,
+             BaremetalFixture)
 
 
 def module_for(backend: str) -> types.ModuleType:

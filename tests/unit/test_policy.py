@@ -56,6 +56,17 @@ RESOURCE_RULES = {
     "placement:allocation_candidates:list": ADMIN_OR_SERVICE,
     "placement:reshaper:reshape": "rule:service_api",
 }
+# The bare-metal API's rules: Ironic's names, this service's personas.
+_OWNER = "project_id:%(allocation.owner)s"
+BAREMETAL_RULES = {
+    "baremetal:allocation:get": ADMIN_OR_SERVICE + " or (role:reader and %s)" % _OWNER,
+    "baremetal:allocation:list": ADMIN_OR_SERVICE + " or role:reader",
+    "baremetal:allocation:list_all": ADMIN_OR_SERVICE,
+    "baremetal:allocation:create": ADMIN_OR_SERVICE + " or role:member",
+    "baremetal:allocation:create_restricted": ADMIN_OR_SERVICE,
+    "baremetal:allocation:update": ADMIN_OR_SERVICE + " or (role:member and %s)" % _OWNER,
+    "baremetal:allocation:delete": ADMIN_OR_SERVICE + " or (role:member and %s)" % _OWNER,
+}
 BASE_RULES = {
     "admin_api": "role:admin",
     "service_api": "role:service",
@@ -73,7 +84,7 @@ def _rules() -> dict[str, oslo_policy.RuleDefault]:
 def test_every_rule_and_its_default() -> None:
     rules = _rules()
     assert {name: rule.check_str for name, rule in rules.items()} == {
-        **BASE_RULES, **RESOURCE_RULES}
+        **BASE_RULES, **RESOURCE_RULES, **BAREMETAL_RULES}
 
 
 # Test ids must not contain ":", which gabbi's pytest plugin takes for its own.

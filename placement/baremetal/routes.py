@@ -1,0 +1,79 @@
+"""The bare-metal API's route table and its router.
+
+Handlers are named ``"module:function"`` under ``placement.handlers``, as
+in Placement's table.  What differs is Ironic's version gating: below a
+route's minimum version a GET answers 404 and any other method 405, both
+with the route's own sentence ("The API version does not allow
+allocations"); an unknown URL or method answers a plain 404 or 405.  A
+trailing slash is ignored (``/v1`` and ``/v1/`` are the same document).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from placement import errors, routes
+from placement.baremetal import faults, microversion
+
+_ALLOCATIONS_TOO_OLD = "The API version does not allow allocations"
+_UPDATE_TOO_OLD = "The API version does not allow updating allocations"
+
+
+@dataclasses.dataclass(frozen=True)
+class Route(routes.Route):
+    # What a request older than min_version is told.
+    too_old: str = ""
+
+
+_ALLOCATIONS = "/v1/allocations"
+_ALLOCATION = "/v1/allocations/{ident}"
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/", "baremetal_root:root", public=True, checks_accept=False),
+    Route("GET", "/v1", "baremetal_root:v1", public=True, checks_accept=False),
+    Route("GET", _ALLOCATIONS, "baremetal_allocation:list_allocations",
+          microversion.ALLOCATIONS, too_old=_ALLOCATIONS_TOO_OLD),
+    Route("POST", _ALLOCATIONS, "baremetal_allocation:create_allocation",
+          microversion.ALLOCATIONS, too_old=_ALLOCATIONS_TOO_OLD),
+    Route("GET", _ALLOCATION, "baremetal_allocation:show_allocation",
+          microversion.ALLOCATIONS, too_old=_ALLOCATIONS_TOO_OLD),
+    Route("PATCH", _ALLOCATION, "baremetal_allocation:update_allocation",
+          microversion.ALLOCATION_UPDATE, too_old=_UPDATE_TOO_OLD),
+    Route("DELETE", _ALLOCATION, "baremetal_allocation:delete_allocation",
+          microversion.ALLOCATIONS, too_old=_ALLOCATIONS_TOO_OLD),
+)
+
+
+def _normal(path: str) -> str:
+    return path.rstrip("/") or "/"
+
+
+class Router(routes.Router):
+    def __init__(self) -> None:
+        super().__init__(ROUTES)
+
+    def is_public(self, path: str) -> bool:
+        return super().is_public(_normal(path or "/"))
+
+    def resolve(self, method: str, path: str, version: routes.Version
+                ) -> tuple[routes.Route, routes.Handler, dict[str, str]]:
+        found = self._match(_normal(path or "/"))
+        if found is None:
+            raise faults.RoutingError(errors.NotFound(""))
+        template, urlvars = found
+        declared = self._by_path[template]
+        for route, handler in declared:
+            if route.method != method:
+                continue
+            if route.min_version <= version:
+                return route, handler, urlvars
+            too_old = getattr(route, "too_old", "")
+            if method == "GET":
+                raise errors.NotFound(too_old)
+            raise errors.MethodNotAllowed([], detail=too_old)
+        raise faults.RoutingError(
+            errors.MethodNotAllowed([route.method for route, _ in declared], detail=""))
+
+
+def allocation_url(application_url: str, uuid: str) -> str:
+    return "%s/v1/allocations/%s" % (application_url, uuid)
