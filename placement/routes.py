@@ -128,7 +128,7 @@ class Router:
 
     def is_public(self, path: str) -> bool:
         """Whether a path is served without authentication (the root)."""
-        found = self._match(path or "/")
+        found = self._match(self._normal(path or "/"))
         return found is not None and found[0] in self._public
 
     def dispatch(
@@ -141,16 +141,13 @@ class Router:
         self, method: str, path: str, version: Version
     ) -> tuple[Route, Handler, dict[str, str]]:
         """The route, handler and URL variables for a request; 404 or 405."""
-        # The details are Placement's: nothing more than the stock
-        # explanation for an unknown or not-yet-existing URL, and for a
-        # method newer than the request's version.
-        found = self._match(path or "/")
+        found = self._match(self._normal(path or "/"))
         if found is None:
-            raise errors.NotFound("", vary=False)
+            raise self._unknown_url(vary=False)
         # No name or uuid holds a NUL (no database stores one), so a path
         # with one names nothing, on every backend.
         if "\x00" in path:
-            raise errors.NotFound("")
+            raise self._unknown_url()
         template, urlvars = found
         declared = self._by_path[template]
         for route, handler in declared:
@@ -158,14 +155,33 @@ class Router:
                 continue
             if route.min_version <= version:
                 return route, handler, urlvars
-            if all(other.min_version > version for other, _ in declared):
-                raise errors.NotFound("")  # the URL is newer than the request
-            # A method newer than the request on an older URL: 405 and,
-            # like Placement, no Allow header.
-            raise errors.MethodNotAllowed([], detail="")
-        # An undeclared method: Allow lists every declared one, in the
-        # table's order, whatever the version.
-        raise errors.MethodNotAllowed([route.method for route, _ in declared])
+            raise self._too_old(route, [other for other, _ in declared], version)
+        raise self._unknown_method([route.method for route, _ in declared])
+
+    # How refusals are worded: Placement's, below; another API's router
+    # (placement/baremetal/routes.py) words its own.  The details are
+    # Placement's: nothing more than the stock explanation for an unknown
+    # or not-yet-existing URL, and for a method newer than the request's
+    # version.
+
+    def _normal(self, path: str) -> str:
+        return path
+
+    def _unknown_url(self, vary: bool = True) -> errors.ApiError:
+        return errors.NotFound("", vary=vary)
+
+    def _too_old(self, route: Route, declared: list[Route], version: Version
+                 ) -> errors.ApiError:
+        if all(other.min_version > version for other in declared):
+            return errors.NotFound("")  # the URL is newer than the request
+        # A method newer than the request on an older URL: 405 and, like
+        # Placement, no Allow header.
+        return errors.MethodNotAllowed([], detail="")
+
+    def _unknown_method(self, methods: list[str]) -> errors.ApiError:
+        # Allow lists every declared method, in the table's order, whatever
+        # the version.
+        return errors.MethodNotAllowed(methods)
 
 
 def provider_url(uuid: str) -> str:

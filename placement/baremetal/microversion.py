@@ -11,11 +11,13 @@ answer to a negotiated request also carries the version it was served at.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
 import microversion_parse
+import webob
 
 from placement import errors
+from placement.middleware.errors import error_response
 
 Version = tuple[int, int]
 
@@ -111,10 +113,8 @@ class VersionMiddleware:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
                  ) -> Iterable[bytes]:
-        from placement.middleware.errors import error_response
-
         try:
-            version = negotiate(_headers(environ))
+            version = negotiate(dict(webob.Request(environ).headers))
         except errors.ApiError as exc:
             return error_response(environ, exc)(environ, start_response)
         environ[VERSION_ENVIRON] = version
@@ -128,9 +128,3 @@ class VersionMiddleware:
             return start_response(status, headers, exc_info)
 
         return self.application(environ, _start_response)
-
-
-def _headers(environ: Mapping[str, Any]) -> dict[str, str]:
-    import webob
-
-    return dict(webob.Request(environ).headers)

@@ -52,27 +52,21 @@ class Router(routes.Router):
     def __init__(self) -> None:
         super().__init__(ROUTES)
 
-    def is_public(self, path: str) -> bool:
-        return super().is_public(_normal(path or "/"))
+    def _normal(self, path: str) -> str:
+        return _normal(path)
 
-    def resolve(self, method: str, path: str, version: routes.Version
-                ) -> tuple[routes.Route, routes.Handler, dict[str, str]]:
-        found = self._match(_normal(path or "/"))
-        if found is None:
-            raise faults.RoutingError(errors.NotFound(""))
-        template, urlvars = found
-        declared = self._by_path[template]
-        for route, handler in declared:
-            if route.method != method:
-                continue
-            if route.min_version <= version:
-                return route, handler, urlvars
-            too_old = getattr(route, "too_old", "")
-            if method == "GET":
-                raise errors.NotFound(too_old)
-            raise errors.MethodNotAllowed([], detail=too_old)
-        raise faults.RoutingError(
-            errors.MethodNotAllowed([route.method for route, _ in declared], detail=""))
+    def _unknown_url(self, vary: bool = True) -> errors.ApiError:
+        return faults.RoutingError(errors.NotFound(""))
+
+    def _too_old(self, route: routes.Route, declared: list[routes.Route],
+                 version: routes.Version) -> errors.ApiError:
+        too_old = getattr(route, "too_old", "")
+        if route.method == "GET":
+            return errors.NotFound(too_old)
+        return errors.MethodNotAllowed([], detail=too_old)
+
+    def _unknown_method(self, methods: list[str]) -> errors.ApiError:
+        return faults.RoutingError(errors.MethodNotAllowed(methods, detail=""))
 
 
 def allocation_url(application_url: str, uuid: str) -> str:
