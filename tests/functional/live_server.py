@@ -34,17 +34,21 @@ def free_port() -> int:
 class Client:
     """Talks to the server; one connection per request (sync workers)."""
 
-    def __init__(self, port: int, version: str = "1.38") -> None:
+    def __init__(self, port: int, version: str = "1.38",
+                 version_header: str = "openstack-api-version",
+                 version_prefix: str = "placement ") -> None:
         self.port = port
         self.url = "http://127.0.0.1:%d" % port
         self.version = version
         self.pid: int | None = None
+        self.version_header = version_header
+        self.version_prefix = version_prefix
 
     def request(self, method: str, path: str, body: Any = None
                 ) -> tuple[int, Any]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         headers = dict(HEADERS, **{
-            "openstack-api-version": "placement " + self.version})
+            self.version_header: self.version_prefix + self.version})
         try:
             payload = json.dumps(body) if body is not None else None
             conn.request(method, path, body=payload, headers=headers)
@@ -69,31 +73,60 @@ def _wait_until_serving(client: Client, process: subprocess.Popen[bytes]) -> Non
 
 
 @contextlib.contextmanager
-def serve(backend: str, workers: int = 1) -> Iterator[Client]:
-    """A migrated fresh database on ``backend`` served by gunicorn."""
+def _migrated(backend: str) -> Iterator[dict[str, str]]:
+    """A fresh database on ``backend``, migrated; the servers' environment."""
     with backends.fresh_database(backend) as url:
         env = dict(os.environ, OS_PLACEMENT_DATABASE__CONNECTION=url,
                    OS_API__AUTH_STRATEGY="noauth2")
         subprocess.run([os.path.join(BIN, "placement-manage"), "db", "sync"],
                        env=env, check=True, capture_output=True)
-        port = free_port()
-        process = subprocess.Popen(
-            [os.path.join(BIN, "gunicorn"), "-w", str(workers),
-             "-b", "127.0.0.1:%d" % port, "--timeout", "120",
-             "placement.wsgi.api:application"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            start_new_session=True)
-        try:
-            client = Client(port)
-            client.pid = process.pid  # gunicorn's master
-            _wait_until_serving(client, process)
+        yield env
+
+
+@contextlib.contextmanager
+def serve(backend: str, workers: int = 1) -> Iterator[Client]:
+    """A migrated fresh database on ``backend`` served by gunicorn."""
+    with _migrated(backend) as env:
+        with _gunicorn(env, "placement.wsgi.api:application", workers,
+                       Client(free_port())) as client:
             yield client
-        finally:
-            process.terminate()
-            try:
-                _out, errors = process.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                _out, errors = process.communicate()
-            # A traceback in the server log means a request went wrong inside.
-            assert b"Traceback" not in errors, errors.decode(errors="replace")[-4000:]
+
+
+@contextlib.contextmanager
+def serve_baremetal(backend: str, workers: int = 1
+                    ) -> Iterator[tuple[Client, Client]]:
+    """A migrated fresh database on ``backend`` served by two gunicorns:
+    the Placement API (one worker) and the bare-metal API (``workers``);
+    their clients, the second at Ironic's version 1.60."""
+    with _migrated(backend) as env:
+        baremetal = Client(free_port(), "1.60", "x-openstack-ironic-api-version", "")
+        with _gunicorn(env, "placement.wsgi.api:application", 1,
+                       Client(free_port())) as placement, \
+                _gunicorn(env, "placement.wsgi.baremetal:application", workers,
+                          baremetal):
+            yield placement, baremetal
+
+
+@contextlib.contextmanager
+def _gunicorn(env: dict[str, str], application: str, workers: int,
+              client: Client) -> Iterator[Client]:
+    """gunicorn serving ``application`` on the client's port."""
+    process = subprocess.Popen(
+        [os.path.join(BIN, "gunicorn"), "-w", str(workers),
+         "-b", "127.0.0.1:%d" % client.port, "--timeout", "120",
+         application],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True)
+    client.pid = process.pid  # gunicorn's master
+    try:
+        _wait_until_serving(client, process)
+        yield client
+    finally:
+        process.terminate()
+        try:
+            _out, errors = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _out, errors = process.communicate()
+        # A traceback in the server log means a request went wrong inside.
+        assert b"Traceback" not in errors, errors.decode(errors="replace")[-4000:]
