@@ -3,10 +3,13 @@ placement-status and placement-api's start-up failures."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import Iterator
 
@@ -200,3 +203,30 @@ def test_api_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "cannot listen on 127.0.0.1:%d" % port in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_api_serves_the_baremetal_api_too(tmp_path: Path) -> None:
+    from tests.functional.live_server import free_port
+
+    port, baremetal_port = free_port(), free_port()
+    process = subprocess.Popen(
+        [str(BIN / "placement-api"), "--port", str(port),
+         "--baremetal-port", str(baremetal_port)],
+        cwd=tmp_path, env=_env(OS_API__AUTH_STRATEGY="noauth2"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        answers = {}
+        deadline = time.monotonic() + 60
+        while len(answers) < 2 and time.monotonic() < deadline:
+            for name, number in (("placement", port), ("baremetal", baremetal_port)):
+                try:
+                    with urllib.request.urlopen(
+                            "http://127.0.0.1:%d/" % number, timeout=5) as resp:
+                        answers[name] = json.loads(resp.read())
+                except OSError:
+                    time.sleep(0.2)
+        assert answers["placement"]["versions"][0]["id"] == "v1.0"
+        assert answers["baremetal"]["name"] == "OpenStack Ironic API"
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
