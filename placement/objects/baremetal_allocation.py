@@ -27,6 +27,7 @@ import datetime
 import json
 import logging
 import random
+import types
 from typing import Any, Sequence
 
 import os_resource_classes
@@ -242,21 +243,20 @@ def _free_nodes(class_name: str, candidates: Sequence[str],
     return query
 
 
-def _qualifying(ctx: Any, wanted: Wanted, passed: set[str]
-                ) -> tuple[list[Node], str]:
+def _qualifying_in(conn: sa.engine.Connection, wanted: Wanted, passed: set[str]
+                   ) -> tuple[list[Node], str]:
     """The free nodes the allocation may have (less those it already lost),
     or none and Ironic's reason why."""
     class_name = placement_class(wanted.resource_class or "")
-    with ctx.db.reader() as conn:
-        nodes = [Node(*row) for row in conn.execute(
-            _free_nodes(class_name, wanted.candidate_nodes, wanted.traits)).all()
-            if row.uuid not in passed]
-        if nodes:
-            return nodes, ""
-        if wanted.traits and conn.execute(
-                _free_nodes(class_name, wanted.candidate_nodes, ()).limit(1)).first():
-            return [], ("no suitable nodes have the requested traits %s"
-                        % ", ".join(wanted.traits))
+    nodes = [Node(*row) for row in conn.execute(
+        _free_nodes(class_name, wanted.candidate_nodes, wanted.traits)).all()
+        if row.uuid not in passed]
+    if nodes:
+        return nodes, ""
+    if wanted.traits and conn.execute(
+            _free_nodes(class_name, wanted.candidate_nodes, ()).limit(1)).first():
+        return [], ("no suitable nodes have the requested traits %s"
+                    % ", ".join(wanted.traits))
     if wanted.candidate_nodes:
         return [], ("none of the requested nodes are available and match the "
                     "resource class %s" % wanted.resource_class)
@@ -284,35 +284,44 @@ def _record(wanted: Wanted, state: str, node_uuid: str | None,
     }
 
 
-def _insert_in(conn: sa.engine.Connection, values: dict[str, Any]) -> None:
-    """Insert a record; a name or uuid taken meanwhile is a Duplicate."""
+def _insert_in(conn: sa.engine.Connection, values: dict[str, Any]
+               ) -> BaremetalAllocation:
+    """Insert a record, and return it; a name or uuid taken meanwhile is a
+    Duplicate."""
+    if conn.dialect.name in ("mysql", "mariadb"):
+        # Their DATETIME keeps whole seconds (and MySQL rounds); return
+        # what a later read will show.
+        values = {key: value.replace(microsecond=0)
+                  if isinstance(value, datetime.datetime) else value
+                  for key, value in values.items()}
     try:
-        conn.execute(_BA.insert().values(**values))
+        key = conn.execute(_BA.insert().values(**values)).inserted_primary_key
     except db_exc.DBDuplicateEntry as exc:
         if "name" in (exc.columns or []):
             raise exceptions.BaremetalAllocationNameExists(name=values["name"]) from None
         raise exceptions.BaremetalAllocationUuidExists(uuid=values["uuid"]) from None
+    assert key is not None
+    return _from_row(types.SimpleNamespace(id=key[0], **values))
 
 
-def _refuse_taken(ctx: Any, uuid: str, name: str | None) -> None:
+def _refuse_taken_in(conn: sa.engine.Connection, uuid: str, name: str | None) -> None:
     """Looked up first so that the answer names the uuid when both are taken;
     the insert still catches a concurrent creation.  A Placement consumer
     (nova's instance, say) holds the uuid as much as an allocation does."""
     consumer = tables.consumers
-    with ctx.db.reader() as conn:
-        rows = conn.execute(sa.union_all(
-            sa.select(_BA.c.uuid, _BA.c.name).where(
-                sa.or_(_BA.c.uuid == uuid, _BA.c.name == name) if name
-                else _BA.c.uuid == uuid),
-            sa.select(consumer.c.uuid, sa.null()).where(consumer.c.uuid == uuid))).all()
+    rows = conn.execute(sa.union_all(
+        sa.select(_BA.c.uuid, _BA.c.name).where(
+            sa.or_(_BA.c.uuid == uuid, _BA.c.name == name) if name
+            else _BA.c.uuid == uuid),
+        sa.select(consumer.c.uuid, sa.null()).where(consumer.c.uuid == uuid))).all()
     if any(row.uuid == uuid for row in rows):
         raise exceptions.BaremetalAllocationUuidExists(uuid=uuid)
     if rows:
         raise exceptions.BaremetalAllocationNameExists(name=name)
 
 
-def _claim(ctx: Any, wanted: Wanted, node: Node) -> bool:
-    """Claim the node and write the record, in one transaction; False if
+def _claim(ctx: Any, wanted: Wanted, node: Node) -> BaremetalAllocation | None:
+    """Claim the node and write the record, in one transaction; None if
     the node was taken (or reserved) since it was read."""
     claim = allocation_obj.ConsumerClaim(
         consumer_uuid=wanted.uuid,
@@ -320,7 +329,7 @@ def _claim(ctx: Any, wanted: Wanted, node: Node) -> bool:
         project_id=wanted.owner or wanted.project_id, user_id=wanted.user_id,
         generation=None, check_generation=True)
 
-    def attempt() -> None:
+    def attempt() -> BaremetalAllocation:
         with allocation_obj.writing(ctx, [claim]) as (conn, plan):
             state = allocation_obj.begin_in(conn, plan)
             allocation_obj.check_claims_in(plan, state)
@@ -328,20 +337,19 @@ def _claim(ctx: Any, wanted: Wanted, node: Node) -> bool:
             allocation_obj.apply_in(conn, plan, state)
             allocation_obj.bump_providers_in(
                 conn, allocation_obj.bumped_provider_ids(plan, state))
-            _insert_in(conn, _record(wanted, ACTIVE, node.uuid, None,
-                                     wanted.resource_class))
+            return _insert_in(conn, _record(wanted, ACTIVE, node.uuid, None,
+                                            wanted.resource_class))
 
     try:
-        allocation_obj.with_retries(ctx, "baremetal_allocation.claim", attempt)
+        return allocation_obj.with_retries(ctx, "baremetal_allocation.claim", attempt)
     except (exceptions.InventoryInvalid, exceptions.ProviderNotFound,
             exceptions.ResourceClassNotFound):
         LOG.debug("Node %s was taken before allocation %s could claim it",
                   node.uuid, wanted.uuid)
-        return False
+        return None
     except exceptions.ConsumerGenerationConflict:
         # A Placement consumer with this uuid holds allocations already.
         raise exceptions.BaremetalAllocationUuidExists(uuid=wanted.uuid) from None
-    return True
 
 
 def create(ctx: Any, wanted: Wanted) -> BaremetalAllocation:
@@ -351,25 +359,28 @@ def create(ctx: Any, wanted: Wanted) -> BaremetalAllocation:
     BaremetalAllocationUuidExists / NameExists when the uuid (or a
     Placement consumer of that uuid) or the name is taken.
     """
-    _refuse_taken(ctx, wanted.uuid, wanted.name)
     lost: set[str] = set()
     while True:
-        nodes, reason = _qualifying(ctx, wanted, lost)
+        with ctx.db.reader() as conn:
+            if not lost:
+                _refuse_taken_in(conn, wanted.uuid, wanted.name)
+            nodes, reason = _qualifying_in(conn, wanted, lost)
         if not nodes:
             break
         node = _pick(nodes, wanted)
-        if _claim(ctx, wanted, node):
-            return get(ctx, wanted.uuid)
+        claimed = _claim(ctx, wanted, node)
+        if claimed is not None:
+            return claimed
         lost.add(node.uuid)
     failure = "Failed to process allocation %s: %s." % (wanted.uuid, reason)
-    _record_failure(ctx, _record(wanted, ERROR, None, failure, wanted.resource_class))
-    return get(ctx, wanted.uuid)
+    return _record_failure(ctx, _record(wanted, ERROR, None, failure,
+                                        wanted.resource_class))
 
 
 @db_api.retry_on_conflict
-def _record_failure(ctx: Any, values: dict[str, Any]) -> None:
+def _record_failure(ctx: Any, values: dict[str, Any]) -> BaremetalAllocation:
     with ctx.db.writer() as conn:
-        _insert_in(conn, values)
+        return _insert_in(conn, values)
 
 
 def _holders_in(conn: sa.engine.Connection, node: Node) -> list[tuple[str, str]]:
@@ -436,8 +447,8 @@ def backfill(ctx: Any, wanted: Wanted, node: Node) -> BaremetalAllocation:
         # Without a class given, the one that normalises to the node's.
         resource_class = wanted.resource_class or class_name[
             len(os_resource_classes.CUSTOM_NAMESPACE):]
-        _insert_in(conn, _record(wanted, ACTIVE, node.uuid, None, resource_class))
-    return get(ctx, holder)
+        return _insert_in(conn, _record(wanted, ACTIVE, node.uuid, None,
+                                        resource_class))
 
 
 @db_api.retry_on_conflict
