@@ -2,6 +2,7 @@
 
     python3 -m benchmarks run --db postgresql --upstream-venv PATH
     python3 -m benchmarks report [RESULTS.json] [--markdown | --rst] [--full]
+    python3 -m benchmarks baremetal --db postgresql [--ironic-venv PATH]
 
 ``report`` without a file reads the newest ``benchmarks/results/*.json``.
 """
@@ -59,7 +60,7 @@ def _report(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    commands = ("run", "report")
+    commands = ("run", "report", "baremetal")
     if not argv or argv[0] not in commands:
         print(__doc__.strip(), file=sys.stderr)
         print("\ncommands: %s; add --help to either" % ", ".join(commands),
@@ -74,6 +75,9 @@ def main(argv: list[str]) -> int:
     from benchmarks import sharedbench
     sharedbench.activate(known.shared_bench)
     _exit_cleanly_on_signals()
+    if argv[0] == "baremetal":
+        from benchmarks import baremetal
+        return baremetal.main(argv[1:])
     from benchmarks import runner
     return runner.main(argv[1:])
 
