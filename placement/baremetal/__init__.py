@@ -7,7 +7,8 @@ edge: Ironic's version negotiation (``microversion.py``), its error body
 puts them together (``app.py``).  Everything behind the edge follows the
 Placement layers, with a ``baremetal_`` prefix so that each layer folder
 shows both APIs side by side: ``handlers/baremetal_*.py``,
-``schemas/baremetal_allocation.py``, ``policies/baremetal_allocation.py``
-and ``objects/baremetal_allocation.py`` (which holds all the SQL and claims
-nodes through ``objects/allocation.py``).
+``schemas/baremetal_allocation.py``, ``policies/baremetal_allocation.py``,
+``objects/baremetal_node.py`` (nodes: root providers, read only) and
+``objects/baremetal_allocation.py`` (the records, and the claims, made
+through ``objects/allocation.py``); all the SQL is in those two.
 """

@@ -21,6 +21,7 @@ from oslo_utils import uuidutils
 from placement import errors, exceptions, responses
 from placement.baremetal import microversion, routes, validation
 from placement.objects import baremetal_allocation as allocation_obj
+from placement.objects import baremetal_node as node_obj
 from placement.policies import baremetal_allocation as policies
 from placement.request import PlacementRequest
 from placement.schemas import baremetal_allocation as schemas
@@ -145,7 +146,7 @@ def _filters(req: PlacementRequest) -> dict[str, str]:
         filters["owner"] = owner
     if req.GET.get("node"):
         try:
-            filters["node_uuid"] = allocation_obj.get_node(req.ctx, req.GET["node"]).uuid
+            filters["node_uuid"] = node_obj.get(req.ctx, req.GET["node"]).uuid
         except exceptions.BaremetalNodeNotFound as exc:
             raise errors.BadRequest(str(exc)) from None
     return filters
@@ -212,7 +213,7 @@ def _wanted(req: PlacementRequest, body: dict[str, Any], owner: str | None,
         raise errors.BadRequest("Expected a UUID for uuid: %s" % uuid)
     idents = body.get("candidate_nodes") or []
     try:
-        nodes = allocation_obj.find_nodes(req.ctx, idents) if idents else {}
+        nodes = node_obj.find(req.ctx, idents) if idents else {}
     except exceptions.BaremetalNodesNotFound as exc:
         raise errors.BadRequest(str(exc)) from None
     assert req.ctx.config is not None
@@ -227,9 +228,9 @@ def _wanted(req: PlacementRequest, body: dict[str, Any], owner: str | None,
         prefer_name=req.version >= microversion.ALLOCATION_NODE_NAME)
 
 
-def _node(req: PlacementRequest, ident: str) -> allocation_obj.Node:
+def _node(req: PlacementRequest, ident: str) -> node_obj.Node:
     try:
-        return allocation_obj.get_node(req.ctx, ident)
+        return node_obj.get(req.ctx, ident)
     except exceptions.BaremetalNodeNotFound as exc:
         raise errors.BadRequest(str(exc)) from None
 

@@ -4,7 +4,8 @@ A node is a root resource provider with an inventory of one unit of
 ``CUSTOM_<CLASS>`` (the node's resource class as nova's ironic driver
 reports it: upper-cased, every run of other characters than letters and
 digits turned into ``_``).  A node is free when that unit is neither
-reserved nor allocated to anyone.
+reserved nor allocated to anyone; ``objects/baremetal_node.py`` finds
+nodes and reads which are free.
 
 An allocation is a row of ``baremetal_allocations`` and, while it holds a
 node, an ordinary Placement allocation of that unit by a consumer whose
@@ -39,6 +40,7 @@ from placement import exceptions
 from placement.db import api as db_api
 from placement.db import tables
 from placement.objects import allocation as allocation_obj
+from placement.objects import baremetal_node as node_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -47,12 +49,6 @@ ACTIVE = "active"
 ERROR = "error"
 
 _BA = tables.baremetal_allocations
-_RP = tables.resource_providers
-_INV = tables.inventories
-_ALLOC = tables.allocations
-_RC = tables.resource_classes
-_TRAITS = tables.traits
-_RP_TRAITS = tables.resource_provider_traits
 
 # Sort keys clients may name (Ironic's columns; node_id is the node).
 SORT_COLUMNS = {
@@ -62,13 +58,6 @@ SORT_COLUMNS = {
     "owner": _BA.c.owner, "created_at": _BA.c.created_at,
     "updated_at": _BA.c.updated_at,
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class Node:
-    id: int
-    uuid: str
-    name: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,12 +97,6 @@ class Wanted:
     user_id: str
     project_id: str
     prefer_name: bool = False
-
-
-def placement_class(resource_class: str) -> str:
-    """The Placement class of a node of this Ironic resource class."""
-    name: str = os_resource_classes.normalize_name(resource_class)
-    return name
 
 
 def _utcnow() -> datetime.datetime:
@@ -184,77 +167,18 @@ def list_all(ctx: Any, *, filters: dict[str, str], sort_key: str = "id",
         return [_from_row(row) for row in conn.execute(query).all()]
 
 
-# Nodes.
-
-def _nodes() -> sa.Select[Any]:
-    return (sa.select(_RP.c.id, _RP.c.uuid, _RP.c.name)
-            .where(_RP.c.parent_provider_id.is_(None)))
-
-
-def get_node(ctx: Any, ident: str) -> Node:
-    """The node (root provider) with this uuid or name; BaremetalNodeNotFound."""
-    with ctx.db.reader() as conn:
-        row = conn.execute(_nodes().where(
-            sa.or_(_RP.c.uuid == ident, _RP.c.name == ident))).first()
-    if row is None:
-        raise exceptions.BaremetalNodeNotFound(ident=ident)
-    return Node(*row)
-
-
-def find_nodes(ctx: Any, idents: Sequence[str]) -> dict[str, str]:
-    """``{ident: node uuid}`` for node uuids or names;
-    BaremetalNodesNotFound naming those that are neither."""
-    wanted = sorted(set(idents))
-    with ctx.db.reader() as conn:
-        rows = conn.execute(_nodes().where(
-            sa.or_(_RP.c.uuid.in_(wanted), _RP.c.name.in_(wanted)))).all()
-    found: dict[str, str] = {}
-    for _id, uuid, name in rows:
-        found[uuid] = uuid
-        found.setdefault(name, uuid)
-    missing = [ident for ident in idents if ident not in found]
-    if missing:
-        raise exceptions.BaremetalNodesNotFound(idents=", ".join(missing))
-    return {ident: found[ident] for ident in idents}
-
-
-def _has_trait(name: str) -> sa.Exists:
-    return (sa.select(1).select_from(_RP_TRAITS.join(
-        _TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id))
-        .where(_RP_TRAITS.c.resource_provider_id == _RP.c.id, _TRAITS.c.name == name)
-        .exists())
-
-
-def _free_nodes(class_name: str, candidates: Sequence[str],
-                traits: Sequence[str]) -> sa.Select[Any]:
-    """Nodes with an unreserved, unallocated unit of the class, among the
-    candidates when there are any, with all the traits."""
-    inventory = _INV.join(_RC, sa.and_(_RC.c.id == _INV.c.resource_class_id,
-                                       _RC.c.name == class_name))
-    held = (sa.select(1).where(_ALLOC.c.resource_provider_id == _RP.c.id,
-                               _ALLOC.c.resource_class_id == _INV.c.resource_class_id)
-            .exists())
-    query = (_nodes().join(inventory, _INV.c.resource_provider_id == _RP.c.id)
-             .where(_INV.c.total - _INV.c.reserved >= 1, ~held))
-    if candidates:
-        query = query.where(_RP.c.uuid.in_(sorted(set(candidates))))
-    for trait in traits:
-        query = query.where(_has_trait(trait))
-    return query
-
-
 def _qualifying_in(conn: sa.engine.Connection, wanted: Wanted, passed: set[str]
-                   ) -> tuple[list[Node], str]:
+                   ) -> tuple[list[node_obj.Node], str]:
     """The free nodes the allocation may have (less those it already lost),
     or none and Ironic's reason why."""
-    class_name = placement_class(wanted.resource_class or "")
-    nodes = [Node(*row) for row in conn.execute(
-        _free_nodes(class_name, wanted.candidate_nodes, wanted.traits)).all()
+    class_name = node_obj.placement_class(wanted.resource_class or "")
+    nodes = [node_obj.Node(*row) for row in conn.execute(
+        node_obj.free(class_name, wanted.candidate_nodes, wanted.traits)).all()
         if row.uuid not in passed]
     if nodes:
         return nodes, ""
     if wanted.traits and conn.execute(
-            _free_nodes(class_name, wanted.candidate_nodes, ()).limit(1)).first():
+            node_obj.free(class_name, wanted.candidate_nodes, ()).limit(1)).first():
         return [], ("no suitable nodes have the requested traits %s"
                     % ", ".join(wanted.traits))
     if wanted.candidate_nodes:
@@ -263,7 +187,7 @@ def _qualifying_in(conn: sa.engine.Connection, wanted: Wanted, passed: set[str]
     return [], "no available nodes match the resource class %s" % wanted.resource_class
 
 
-def _pick(nodes: list[Node], wanted: Wanted) -> Node:
+def _pick(nodes: list[node_obj.Node], wanted: Wanted) -> node_obj.Node:
     if wanted.prefer_name and wanted.name:
         for node in nodes:
             if node.name == wanted.name:
@@ -320,12 +244,12 @@ def _refuse_taken_in(conn: sa.engine.Connection, uuid: str, name: str | None) ->
         raise exceptions.BaremetalAllocationNameExists(name=name)
 
 
-def _claim(ctx: Any, wanted: Wanted, node: Node) -> BaremetalAllocation | None:
+def _claim(ctx: Any, wanted: Wanted, node: node_obj.Node) -> BaremetalAllocation | None:
     """Claim the node and write the record, in one transaction; None if
     the node was taken (or reserved) since it was read."""
     claim = allocation_obj.ConsumerClaim(
         consumer_uuid=wanted.uuid,
-        resources={node.uuid: {placement_class(wanted.resource_class or ""): 1}},
+        resources={node.uuid: {node_obj.placement_class(wanted.resource_class or ""): 1}},
         project_id=wanted.owner or wanted.project_id, user_id=wanted.user_id,
         generation=None, check_generation=True)
 
@@ -383,30 +307,12 @@ def _record_failure(ctx: Any, values: dict[str, Any]) -> BaremetalAllocation:
         return _insert_in(conn, values)
 
 
-def _holders_in(conn: sa.engine.Connection, node: Node) -> list[tuple[str, str]]:
-    """(consumer uuid, class name) of the custom classes the node's
-    consumers hold, the node's own class first."""
-    rows = conn.execute(
-        sa.select(_ALLOC.c.consumer_id, _RC.c.name)
-        .join(_RC, _RC.c.id == _ALLOC.c.resource_class_id)
-        .where(_ALLOC.c.resource_provider_id == node.id,
-               _RC.c.name.startswith(os_resource_classes.CUSTOM_NAMESPACE))
-        .order_by(_ALLOC.c.id)).all()
-    return [(row.consumer_id, row.name) for row in rows]
-
-
-def _node_traits_in(conn: sa.engine.Connection, node: Node) -> set[str]:
-    return set(conn.execute(
-        sa.select(_TRAITS.c.name).join(_RP_TRAITS, _RP_TRAITS.c.trait_id == _TRAITS.c.id)
-        .where(_RP_TRAITS.c.resource_provider_id == node.id)).scalars())
-
-
-def _backfill_problems(wanted: Wanted, node: Node, holder: str, class_name: str,
+def _backfill_problems(wanted: Wanted, node: node_obj.Node, holder: str, class_name: str,
                        traits: set[str]) -> list[str]:
     problems = []
     if wanted.uuid and wanted.uuid != holder:
         problems.append("the node is consumed by %s, not by %s" % (holder, wanted.uuid))
-    if wanted.resource_class and placement_class(wanted.resource_class) != class_name:
+    if wanted.resource_class and node_obj.placement_class(wanted.resource_class) != class_name:
         problems.append("Resource class %s does not match the requested resource "
                         "class %s" % (class_name, wanted.resource_class))
     if wanted.traits and not traits.issuperset(wanted.traits):
@@ -419,7 +325,7 @@ def _backfill_problems(wanted: Wanted, node: Node, holder: str, class_name: str,
 
 
 @db_api.retry_on_conflict
-def backfill(ctx: Any, wanted: Wanted, node: Node) -> BaremetalAllocation:
+def backfill(ctx: Any, wanted: Wanted, node: node_obj.Node) -> BaremetalAllocation:
     """An ``active`` allocation for a node a consumer already holds: its
     uuid is the consumer's (``wanted.uuid`` may be empty, or must be that).
 
@@ -430,14 +336,14 @@ def backfill(ctx: Any, wanted: Wanted, node: Node) -> BaremetalAllocation:
     with ctx.db.writer() as conn:
         # Under the provider lock the node's consumer cannot change.
         db_api.lock_providers(conn, [node.id])
-        holders = _holders_in(conn, node)
+        holders = node_obj.holders_in(conn, node)
         if not holders:
             raise exceptions.BaremetalBackfillRefused(
-                uuid=wanted.uuid or "", node=node.uuid,
+                uuid=wanted.uuid or uuidutils.generate_uuid(), node=node.uuid,
                 reason="the node is not consumed by anyone")
         holder, class_name = holders[0]
         problems = _backfill_problems(wanted, node, holder, class_name,
-                                      _node_traits_in(conn, node))
+                                      node_obj.traits_in(conn, node))
         if problems:
             raise exceptions.BaremetalBackfillRefused(
                 uuid=wanted.uuid or holder, node=node.uuid, reason="; ".join(problems))
