@@ -26,9 +26,3 @@ class RequestContext(oslo_context.RequestContext):
         super().__init__(*args, **kwargs)
         self.config = config
         self.db = db
-
-    def can(self, rule: str, target: dict[str, Any] | None = None) -> None:
-        """Raise ``PolicyNotAuthorized`` unless policy allows ``rule``."""
-        from placement import policy
-
-        policy.authorize(self, rule, target)

@@ -1,7 +1,8 @@
 """Policy enforcement with oslo.policy.
 
-Rule names and defaults live in ``placement/policies/``; this module owns
-the enforcer: the options of ``[oslo_policy]``, the rules registered, the
+Rule names and defaults live in ``placement/policies/`` and the options of
+``[oslo_policy]`` in ``placement/conf/policy.py``; this module owns the
+enforcer: the rules registered, the
 policy file operators supply (``policy_file``, YAML or JSON, re-read when
 it changes), and the check that handlers make through ``req.authorize()``.
 
@@ -26,51 +27,20 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
-from oslo_policy import opts as policy_opts
 from oslo_policy import policy as oslo_policy
 
 from placement import policies
+from placement.conf import policy as policy_conf
 
 if TYPE_CHECKING:
     from placement.context import RequestContext
 
 LOG = logging.getLogger(__name__)
 
-GROUP = "oslo_policy"
-
-# Only registered when the installed oslo.policy no longer defines it.
-ENFORCE_SCOPE_OPT = cfg.BoolOpt(
-    "enforce_scope",
-    default=True,
-    deprecated_for_removal=True,
-    deprecated_reason=(
-        "Kept for configuration files written for older oslo.policy "
-        "releases, which defined it; scope checks are meant to be always on."
-    ),
-    help=(
-        "Refuse requests whose token scope (system, domain or project) is "
-        "not one of the scope types of the rule being checked.  Every "
-        "placement rule is scoped to projects.  If False, only the check "
-        "strings are evaluated."
-    ),
-)
-
 # One enforcer per configuration object.  Keyed by id() because ConfigOpts
 # is not hashable; the weak reference tells a live entry from a dead
 # configuration whose id() was reused.
 _ENFORCERS: dict[int, tuple[weakref.ref[cfg.ConfigOpts], oslo_policy.Enforcer]] = {}
-
-
-def register_opts(conf: cfg.ConfigOpts) -> None:
-    """Register ``[oslo_policy]`` with placement's default policy file name."""
-    policy_opts.set_defaults(conf, policy_file="policy.yaml")
-    if not _oslo_policy_defines("enforce_scope"):
-        conf.register_opt(ENFORCE_SCOPE_OPT, group=GROUP)
-
-
-def _oslo_policy_defines(name: str) -> bool:
-    return any(opt.name == name
-               for _group, opts in policy_opts.list_opts() for opt in opts)
 
 
 def scope_enforced(conf: cfg.ConfigOpts) -> bool:
@@ -123,7 +93,7 @@ def init(conf: cfg.ConfigOpts) -> oslo_policy.Enforcer:
     """Build the enforcer for ``conf`` and load the policy file now, so that
     a broken file stops the service at start rather than at the first
     request."""
-    if _oslo_policy_defines("enforce_scope") and not scope_enforced(conf):
+    if policy_conf.oslo_policy_defines("enforce_scope") and not scope_enforced(conf):
         # Older oslo.policy warns on every scope mismatch it lets through.
         warnings.filterwarnings("ignore", message="Policy .* failed scope check",
                                 category=UserWarning)

@@ -16,7 +16,7 @@ import webob
 from oslo_policy import policy as oslo_policy
 from oslo_utils import uuidutils
 
-from placement import errors
+from placement import errors, policy
 from placement.schemas.common import Schema, Versioned
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class PlacementRequest(webob.Request):
     def authorize(self, rule: str, target: dict[str, Any] | None = None) -> None:
         """403 unless policy allows ``rule`` for this request's context."""
         try:
-            self.ctx.can(rule, target)
+            policy.authorize(self.ctx, rule, target)
         except oslo_policy.PolicyNotAuthorized:
             raise errors.Forbidden(
                 "Policy does not allow %s to be performed." % rule, vary=False

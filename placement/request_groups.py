@@ -10,7 +10,7 @@ the groups come request-wide parameters: ``limit``, ``group_policy``,
 
 This module is pure: :func:`parse` turns the query parameters (every
 ``(key, value)`` pair, in order) and the microversion into a
-:class:`CandidateQuery`, raising :class:`placement.errors.BadRequest` with
+:class:`placement.query.CandidateQuery`, raising :class:`placement.errors.BadRequest` with
 the message and code clients know.  Names are not checked against the
 database here; the handler does that once the structure is valid.  The
 value parsers themselves live in :mod:`placement.querystring`.
@@ -24,10 +24,10 @@ import sys
 from typing import Iterable, Sequence
 
 from placement import errors, querystring
+from placement.query import UNNUMBERED, CandidateQuery, RequestGroup
 
 Version = tuple[int, int]
 
-UNNUMBERED = ""
 GROUP_POLICIES = ("none", "isolate")
 
 # Microversions that changed what the query may hold.
@@ -41,58 +41,6 @@ SAME_SUBTREE_SINCE: Version = (1, 36)
 # 1-64 letters, digits, "_" or "-".
 _GROUP_KEY = re.compile(r"^(resources|required|member_of|in_tree)(.*)$")
 _LIMIT = re.compile(r"^[1-9][0-9]*$")
-
-
-@dataclasses.dataclass(frozen=True)
-class RequestGroup:
-    """One request group.
-
-    ``required`` holds the trait conditions as any-of sets: a provider (or,
-    for the unnumbered group, the providers of a candidate together) must
-    have at least one trait of every set.  ``member_of`` works the same way
-    with aggregate uuids.  ``forbidden`` traits and ``not_member_of``
-    aggregates exclude providers.
-    """
-
-    suffix: str
-    resources: tuple[tuple[str, int], ...] = ()
-    required: tuple[frozenset[str], ...] = ()
-    forbidden: frozenset[str] = frozenset()
-    member_of: tuple[frozenset[str], ...] = ()
-    not_member_of: frozenset[str] = frozenset()
-    in_tree: str | None = None
-
-    @property
-    def is_unnumbered(self) -> bool:
-        return self.suffix == UNNUMBERED
-
-    @property
-    def trait_names(self) -> set[str]:
-        names = set(self.forbidden)
-        for any_of in self.required:
-            names |= any_of
-        return names
-
-
-@dataclasses.dataclass(frozen=True)
-class CandidateQuery:
-    """Everything a ``GET /allocation_candidates`` request asks for."""
-
-    groups: tuple[RequestGroup, ...]
-    limit: int | None = None
-    group_policy: str | None = None
-    root_required: frozenset[str] = frozenset()
-    root_forbidden: frozenset[str] = frozenset()
-    same_subtree: tuple[tuple[str, ...], ...] = ()
-
-    @property
-    def resource_class_names(self) -> list[str]:
-        """Every requested class, each once, in request order."""
-        names: dict[str, None] = {}
-        for group in self.groups:
-            for name, _amount in group.resources:
-                names[name] = None
-        return list(names)
 
 
 @dataclasses.dataclass

@@ -16,7 +16,7 @@ import tempfile
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from placement.conf import api, database, placement, paths
+from placement.conf import api, database, paths, placement, policy
 
 DEFAULT_CONFIG_FILES = ["/etc/placement/placement.conf"]
 
@@ -89,8 +89,6 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     placement.register_opts(conf)
     paths.register_opts(conf)
     logging.register_options(conf)
-    from placement import policy
-
     policy.register_opts(conf)
     from oslo_middleware import cors, sizelimit
 

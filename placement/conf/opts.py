@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
-from placement.conf import api, database, paths, placement
+from placement.conf import api, database, paths, placement, policy
 
 
 def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:
-    from placement import policy
-
     opts: list[tuple[str | None, list[cfg.Opt]]] = [
         (None, paths.OPTS),
         (api.GROUP.name, api.OPTS),
@@ -18,8 +16,7 @@ def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:
     ]
     # oslo.policy releases that dropped enforce_scope do not list it, but
     # placement still honours it, so the sample documents it here.
-    if not policy._oslo_policy_defines("enforce_scope"):  # noqa: SLF001
-        opts.append(("oslo_policy", [policy.ENFORCE_SCOPE_OPT]))
+    opts += policy.list_opts()
     return opts
 
 

@@ -5,7 +5,7 @@ The filters ask of each provider what a suffixed request group of
 own inventories must take every amount, it must have the required traits
 and none of the forbidden ones, and be in the aggregates asked for and in
 none of the forbidden ones.  So the list is judged by the candidate
-search's rules (:mod:`.candidates.choices`), on the providers' inventories
+search's rules (:mod:`placement.query`), on the providers' inventories
 and traits the worker keeps for that search (:mod:`.candidates.cache`,
 good while the provider's generation is unchanged).
 
@@ -37,10 +37,10 @@ from placement.objects import resource_class as rc_obj
 from placement.objects import resource_provider as rp_obj
 from placement.objects import trait as trait_obj
 from placement.objects.candidates import cache as provider_cache
-from placement.objects.candidates import choices, search
+from placement.objects.candidates import search
 from placement.objects.candidates.cache import Entry
 from placement.objects.candidates.loader import Loader
-from placement.request_groups import RequestGroup
+from placement.query import RequestGroup, in_aggregates, serves_all, suits_traits
 
 _RP = tables.resource_providers
 _RP_TRAITS = tables.resource_provider_traits
@@ -243,7 +243,7 @@ class _Listing:
             self._fill_entries(listed)
             listed = self._fitting(listed, usage)
         if group.member_of or group.not_member_of:
-            listed = [known for known in listed if choices.in_aggregates(
+            listed = [known for known in listed if in_aggregates(
                 members.get(known.provider.id, set()), group)]
         listed.sort(key=_BY_ID)
         return listed
@@ -315,20 +315,20 @@ class _Listing:
                 serves: bool | None
                 if used:
                     assert self.loader is not None
-                    serves = choices.serves_all(
+                    serves = serves_all(
                         self.loader.with_usage(entry.inventories, used), resources)
                 else:
                     serves = serving.get(id(entry.inventories))
                     if serves is None:
                         serves = serving[id(entry.inventories)] = (
-                            choices.serves_all(entry.inventories, resources))
+                            serves_all(entry.inventories, resources))
                 if not serves:
                     continue
             if with_traits:
                 traits = entry.traits
                 ok = suitable.get(id(traits))
                 if ok is None:
-                    ok = suitable[id(traits)] = choices.suits_traits(traits, group)
+                    ok = suitable[id(traits)] = suits_traits(traits, group)
                 if not ok:
                     continue
             fitting.append(known)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from placement.objects.candidates.trees import Forest, Inventory, Provider, Tree
-from placement.request_groups import RequestGroup
+from placement.query import RequestGroup
 
 
 def inv(total: int, *, reserved: int = 0, max_unit: int | None = None,

@@ -8,7 +8,7 @@ import pytest
 
 from placement.objects.candidates import Candidates, assemble, reuse, summary
 from placement.objects.candidates.trees import Forest, Inventory, Provider
-from placement.request_groups import CandidateQuery, RequestGroup
+from placement.query import CandidateQuery, RequestGroup
 from tests.unit.candidate_trees import (
     forest,
     forest_of,

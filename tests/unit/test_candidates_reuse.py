@@ -9,7 +9,7 @@ import pytest
 
 from placement.objects.candidates import assemble, reuse, search
 from placement.objects.candidates.trees import Forest, Tree
-from placement.request_groups import CandidateQuery
+from placement.query import CandidateQuery
 from tests.unit.candidate_trees import forest, gpu_groups, group, inv, wide_hosts
 
 VCPU_QUERY = CandidateQuery(groups=(group(resources={"VCPU": 2}),))

@@ -72,6 +72,69 @@ def _violations(package: str) -> list[str]:
     return problems
 
 
+def _module_path(name: str) -> Path | None:
+    """The source file of placement module ``name``, if there is one."""
+    relative = Path(*name.split(".")[1:])
+    for candidate in (ROOT / relative / "__init__.py", ROOT / relative.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def reach(path: Path) -> dict[str, str]:
+    """Every module ``path`` imports, directly or through placement modules
+    it imports: ``{module: the placement module that imports it}``."""
+    found: dict[str, str] = {}
+    todo = [path]
+    seen = {path}
+    while todo:
+        current = todo.pop()
+        for name in imports_of(current):
+            found.setdefault(name, _module_name(current))
+            if not name.startswith("placement."):
+                continue
+            module = _module_path(name)
+            if module is not None and module not in seen:
+                seen.add(module)
+                todo.append(module)
+    return found
+
+
+# Layers whose rules hold through other modules too: the data layer, the
+# schemas and the database must not reach HTTP or the layers above them
+# by way of a helper module.  (Handlers reach SQL through objects, by
+# design, so their rule is on their own imports only.)
+TRANSITIVE = ("db", "objects", "schemas")
+
+
+def _indirect_violations(package: str) -> list[str]:
+    forbidden = FORBIDDEN[package]
+    problems = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for name, via in sorted(reach(path).items()):
+            if any(name == bad or name.startswith(bad + ".") for bad in forbidden):
+                problems.append("%s reaches %s through %s"
+                                % (path.relative_to(ROOT.parent), name, via))
+    return problems
+
+
+@pytest.mark.parametrize("package", TRANSITIVE)
+def test_layer_reaches_nothing_forbidden_indirectly(package: str) -> None:
+    assert _indirect_violations(package) == []
+
+
+def test_indirect_imports_are_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_root = tmp_path / "placement"
+    (fake_root / "objects").mkdir(parents=True)
+    (fake_root / "objects" / "thing.py").write_text("from placement import helper\n")
+    (fake_root / "helper.py").write_text("from placement import errors\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", fake_root)
+    assert _violations("objects") == []
+    assert _indirect_violations("objects") == [
+        "placement/objects/thing.py reaches placement.errors through placement.helper"]
+
+
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_layer_imports(package: str) -> None:
     assert (ROOT / package).is_dir()

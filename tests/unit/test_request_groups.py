@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl
 import pytest
 
 from placement import errors, request_groups
-from placement.request_groups import RequestGroup
+from placement.query import RequestGroup
 
 AGG1 = "11111111-1111-4111-8111-111111111111"
 AGG2 = "22222222-2222-4222-8222-222222222222"

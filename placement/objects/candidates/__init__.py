@@ -21,7 +21,7 @@ from placement.objects.candidates.choices import Choice, Combination
 from placement.objects.candidates.loader import Loader
 from placement.objects.candidates.reuse import CandidateList, Item
 from placement.objects.candidates.trees import Forest, Inventory, Provider, Tree
-from placement.request_groups import CandidateQuery
+from placement.query import CandidateQuery
 
 __all__ = ["CandidateList", "Candidates", "Choice", "Combination", "Forest",
            "Inventory", "Item", "Provider", "Tree", "find"]

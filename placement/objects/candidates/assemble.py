@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Iterator, TypeVar
 
 from placement.objects.candidates.choices import Choice, Combination, GroupSearch
 from placement.objects.candidates.trees import Forest
-from placement.request_groups import CandidateQuery, RequestGroup
+from placement.query import CandidateQuery, RequestGroup
 
 DEPTH_FIRST = "depth-first"
 BREADTH_FIRST = "breadth-first"

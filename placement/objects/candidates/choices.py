@@ -17,10 +17,11 @@ rules for which provider may serve which group live here:
 from __future__ import annotations
 
 import itertools
-from typing import AbstractSet, NamedTuple
+from typing import NamedTuple
 
-from placement.objects.candidates.trees import Forest, Inventory, Provider
-from placement.request_groups import RequestGroup
+from placement.objects.candidates.trees import Forest, Provider
+from placement.query import (RequestGroup, has_traits, in_aggregates, serves_all,
+                             suits_traits)
 
 
 class Choice(NamedTuple):
@@ -34,39 +35,6 @@ class Choice(NamedTuple):
 
 # One choice per request group, in the order of the query's groups.
 Combination = tuple[Choice, ...]
-
-
-def has_traits(traits: AbstractSet[str], group: RequestGroup) -> bool:
-    """Whether ``traits`` hold one of each of the group's any-of sets."""
-    for any_of in group.required:
-        if any_of.isdisjoint(traits):
-            return False
-    return True
-
-
-def suits_traits(traits: AbstractSet[str], group: RequestGroup) -> bool:
-    """Whether ``traits`` satisfy the group: every required any-of set,
-    nothing forbidden."""
-    return has_traits(traits, group) and group.forbidden.isdisjoint(traits)
-
-
-def in_aggregates(aggregates: AbstractSet[str], group: RequestGroup) -> bool:
-    """Whether ``aggregates`` hold one of each of the group's any-of sets
-    and none of its forbidden aggregates."""
-    for any_of in group.member_of:
-        if any_of.isdisjoint(aggregates):
-            return False
-    return group.not_member_of.isdisjoint(aggregates)
-
-
-def serves_all(inventories: dict[str, Inventory],
-               resources: tuple[tuple[str, int], ...]) -> bool:
-    """Whether every (class, amount) fits on one of ``inventories``."""
-    for name, amount in resources:
-        inventory = inventories.get(name)
-        if inventory is None or not inventory.fits(amount):
-            return False
-    return True
 
 
 def _tree_of(forest: Forest, group: RequestGroup) -> int | None | bool:

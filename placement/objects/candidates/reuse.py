@@ -24,7 +24,7 @@ from typing import Any, Hashable, Iterator, Sequence
 from placement.objects.candidates.assemble import Assembler
 from placement.objects.candidates.choices import Combination
 from placement.objects.candidates.trees import Forest, Tree
-from placement.request_groups import CandidateQuery
+from placement.query import CandidateQuery
 
 # Candidates kept per tree and query: a host's are few (one or two per NUMA
 # node and device), but a host of many like devices asked for several of
