@@ -19,8 +19,8 @@ class RequestContext(oslo_context.RequestContext):
     def __init__(
         self,
         *args: Any,
-        config: cfg.ConfigOpts | None = None,
-        db: Database | None = None,
+        config: cfg.ConfigOpts,
+        db: Database,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)

@@ -108,7 +108,6 @@ def authorize(ctx: RequestContext, rule: str, target: dict[str, Any] | None = No
 
     The default target is the caller's own project and user.
     """
-    assert ctx.config is not None
     enforcer = get_enforcer(ctx.config)
     if target is None:
         target = {"project_id": ctx.project_id, "user_id": ctx.user_id}

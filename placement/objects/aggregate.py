@@ -23,7 +23,6 @@ from placement.objects import resource_provider
 
 if TYPE_CHECKING:
     from placement.context import RequestContext
-    from placement.db.api import Database
 
 LOG = logging.getLogger(__name__)
 _AGGS = tables.placement_aggregates
@@ -36,11 +35,6 @@ class ProviderAggregates:
 
     generation: int
     aggregates: list[str]
-
-
-def _database(ctx: RequestContext) -> Database:
-    assert ctx.db is not None, "a request context without a database"
-    return ctx.db
 
 
 def _now() -> datetime.datetime:
@@ -59,7 +53,7 @@ def _of_provider(conn: sa.engine.Connection, provider_id: int) -> dict[str, int]
 
 def get_for_provider(ctx: RequestContext, uuid: str) -> ProviderAggregates:
     """The aggregates of provider ``uuid``; ProviderNotFound if there is none."""
-    with _database(ctx).reader() as conn:
+    with ctx.db.reader() as conn:
         provider = resource_provider.get_by_uuid_in(conn, uuid)
         found = _of_provider(conn, provider.id)
     return ProviderAggregates(provider.generation, sorted(found))
@@ -86,7 +80,7 @@ def set_for_provider(ctx: RequestContext, uuid: str, aggregates: Iterable[str],
 
 def _replace(ctx: RequestContext, uuid: str, wanted: list[str],
              expected: int | None) -> ProviderAggregates:
-    with _database(ctx).writer() as conn:
+    with ctx.db.writer() as conn:
         _lock_provider(conn, uuid)
         provider = resource_provider.get_by_uuid_in(conn, uuid)
         generation = provider.generation

@@ -37,7 +37,7 @@ import contextlib
 import dataclasses
 import datetime
 import logging
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TYPE_CHECKING, TypeVar
 
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
@@ -48,6 +48,9 @@ from placement.db import tables
 from placement.objects import consumer as consumer_obj
 from placement.objects import inventory as inv_obj
 from placement.objects import resource_class as rc_obj
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
 
 LOG = logging.getLogger(__name__)
 
@@ -126,7 +129,7 @@ def _utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def with_retries(ctx: Any, write: str, attempt: Callable[[], T]) -> T:
+def with_retries(ctx: RequestContext, write: str, attempt: Callable[[], T]) -> T:
     """Run ``attempt`` (a whole transaction, the write named ``write`` in
     the log) until it does not collide.
 
@@ -172,7 +175,7 @@ def _first_missing(wanted: Iterable[str], found: Mapping[str, int]) -> str | Non
     return next((name for name in wanted if name not in found), None)
 
 
-def _prepare_in(conn: sa.engine.Connection, ctx: Any,
+def _prepare_in(conn: sa.engine.Connection, ctx: RequestContext,
                 claims: Sequence[ConsumerClaim], also_lock: Sequence[str]) -> Plan:
     provider_uuids = list(dict.fromkeys(
         uuid for claim in claims for uuid in claim.resources))
@@ -196,7 +199,7 @@ def _prepare_in(conn: sa.engine.Connection, ctx: Any,
 
 
 @contextlib.contextmanager
-def writing(ctx: Any, claims: Sequence[ConsumerClaim], also_lock: Sequence[str] = ()
+def writing(ctx: RequestContext, claims: Sequence[ConsumerClaim], also_lock: Sequence[str] = ()
             ) -> Iterator[tuple[sa.engine.Connection, Plan]]:
     """Steps 1 and 2 of a write: the plan, and the writer transaction.
 
@@ -348,7 +351,7 @@ def check_capacity_in(conn: sa.engine.Connection, plan: Plan, state: WriteState)
                 resource_class=name, resource_provider=uuid)
 
 
-def replace_all(ctx: Any, claims: Sequence[ConsumerClaim]) -> None:
+def replace_all(ctx: RequestContext, claims: Sequence[ConsumerClaim]) -> None:
     """Give each consumer exactly the allocations of its claim, atomically.
 
     Raises ProviderNotFound, ResourceClassNotFound, InventoryInvalid (and
@@ -366,7 +369,7 @@ def replace_all(ctx: Any, claims: Sequence[ConsumerClaim]) -> None:
     with_retries(ctx, "allocation.replace_all", attempt)
 
 
-def delete_all_for_consumer(ctx: Any, consumer_uuid: str) -> None:
+def delete_all_for_consumer(ctx: RequestContext, consumer_uuid: str) -> None:
     """Remove every allocation of a consumer, and the consumer.
 
     ConsumerAllocationsNotFound when it has none.
@@ -405,7 +408,7 @@ def _to_allocations(conn: sa.engine.Connection, rows: Sequence[Any]) -> list[All
             for row in rows]
 
 
-def get_by_consumer(ctx: Any, consumer_uuid: str
+def get_by_consumer(ctx: RequestContext, consumer_uuid: str
                     ) -> tuple[consumer_obj.Consumer | None, list[Allocation]]:
     """The consumer (None when unknown) and its allocations."""
     with ctx.db.reader() as conn:
@@ -417,7 +420,7 @@ def get_by_consumer(ctx: Any, consumer_uuid: str
         return consumer, _to_allocations(conn, rows)
 
 
-def get_by_provider(ctx: Any, provider_uuid: str) -> tuple[int, list[Allocation]]:
+def get_by_provider(ctx: RequestContext, provider_uuid: str) -> tuple[int, list[Allocation]]:
     """The provider's generation and the allocations against it.
 
     ProviderNotFound when there is no such provider.

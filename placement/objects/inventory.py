@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TYPE_CHECKING
 
 import sqlalchemy as sa
 
@@ -27,6 +27,9 @@ from placement.db import api as db_api
 from placement.db import tables
 from placement.objects import resource_class as rc_obj
 from placement.objects import resource_provider as rp_obj
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
 
 LOG = logging.getLogger(__name__)
 
@@ -102,7 +105,7 @@ def _values(fields: InventoryFields) -> dict[str, Any]:
 # Reading.
 
 
-def get_all(ctx: Any, provider: rp_obj.ResourceProvider) -> dict[str, Inventory]:
+def get_all(ctx: RequestContext, provider: rp_obj.ResourceProvider) -> dict[str, Inventory]:
     """``{class name: Inventory}`` of a provider."""
     with ctx.db.reader() as conn:
         return get_all_in(conn, provider.id)
@@ -312,7 +315,7 @@ def delete_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
 
 
 @db_api.retry_on_conflict
-def replace(ctx: Any, provider: rp_obj.ResourceProvider,
+def replace(ctx: RequestContext, provider: rp_obj.ResourceProvider,
             inventories: Mapping[str, InventoryFields],
             expected_generation: int | None = None) -> int:
     with ctx.db.writer() as conn:
@@ -321,14 +324,14 @@ def replace(ctx: Any, provider: rp_obj.ResourceProvider,
 
 
 @db_api.retry_on_conflict
-def add(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str,
+def add(ctx: RequestContext, provider: rp_obj.ResourceProvider, resource_class: str,
         fields: InventoryFields) -> int:
     with ctx.db.writer() as conn:
         return add_in(conn, provider, resource_class, fields)
 
 
 @db_api.retry_on_conflict
-def update(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str,
+def update(ctx: RequestContext, provider: rp_obj.ResourceProvider, resource_class: str,
            fields: InventoryFields, expected_generation: int | None = None
            ) -> int:
     with ctx.db.writer() as conn:
@@ -337,7 +340,7 @@ def update(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str,
 
 
 @db_api.retry_on_conflict
-def delete(ctx: Any, provider: rp_obj.ResourceProvider, resource_class: str
+def delete(ctx: RequestContext, provider: rp_obj.ResourceProvider, resource_class: str
            ) -> int:
     with ctx.db.writer() as conn:
         return delete_in(conn, provider, resource_class)

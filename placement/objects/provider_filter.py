@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import operator
-from typing import Any, Iterable
+from typing import Any, Iterable, TYPE_CHECKING
 
 import sqlalchemy as sa
 
@@ -41,6 +41,9 @@ from placement.objects.candidates import search
 from placement.objects.candidates.cache import Entry
 from placement.objects.candidates.loader import Loader
 from placement.query import RequestGroup, in_aggregates, serves_all, suits_traits
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
 
 _RP = tables.resource_providers
 _RP_TRAITS = tables.resource_provider_traits
@@ -99,7 +102,7 @@ def _any(conn: sa.engine.Connection, query: sa.Select[Any]) -> bool:
     return conn.execute(query.limit(1)).first() is not None
 
 
-def list_providers(ctx: Any, filters: ProviderFilters | None = None
+def list_providers(ctx: RequestContext, filters: ProviderFilters | None = None
                    ) -> list[ListedProvider]:
     """Providers matching every given filter, in creation order.
 

@@ -25,7 +25,7 @@ allocation writes do.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence, TYPE_CHECKING
 
 import sqlalchemy as sa
 
@@ -35,6 +35,9 @@ from placement.objects import allocation as alloc_obj
 from placement.objects import inventory as inv_obj
 from placement.objects import resource_class as rc_obj
 from placement.objects import resource_provider as rp_obj
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
 
 _ALLOC = tables.allocations
 _INV = tables.inventories
@@ -90,7 +93,7 @@ def _bump_as_placement_does(conn: sa.engine.Connection,
         current[item.provider_uuid].id for item in inventories if item.inventories})
 
 
-def reshape(ctx: Any, inventories: Sequence[ProviderInventories],
+def reshape(ctx: RequestContext, inventories: Sequence[ProviderInventories],
             claims: Sequence[alloc_obj.ConsumerClaim]) -> None:
     """Raises InventoryProviderNotFound, ProviderNotFound (in allocations),
     ProviderGenerationConflict, ConsumerGenerationConflict,

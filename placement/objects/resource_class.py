@@ -25,7 +25,6 @@ from placement.db import tables
 
 if TYPE_CHECKING:
     from placement.context import RequestContext
-    from placement.db.api import Database
 
 LOG = logging.getLogger(__name__)
 _RC = tables.resource_classes
@@ -37,11 +36,6 @@ class ResourceClass:
     name: str
     created_at: datetime.datetime | None
     updated_at: datetime.datetime | None
-
-
-def _database(ctx: RequestContext) -> Database:
-    assert ctx.db is not None, "a request context without a database"
-    return ctx.db
 
 
 def is_custom(name: str) -> bool:
@@ -73,14 +67,14 @@ def get_all(ctx: RequestContext) -> list[ResourceClass]:
     """Every class: the standard ones first, then custom ones, oldest first."""
     custom_last = sa.case((_RC.c.name.startswith(
         os_resource_classes.CUSTOM_NAMESPACE, autoescape=True), 1), else_=0)
-    with _database(ctx).reader() as conn:
+    with ctx.db.reader() as conn:
         rows = conn.execute(_classes().order_by(custom_last, _RC.c.id)).all()
     return [_from_row(row) for row in rows]
 
 
 def get_by_name(ctx: RequestContext, name: str) -> ResourceClass:
     """The class called ``name``; ResourceClassNotFound when there is none."""
-    with _database(ctx).reader() as conn:
+    with ctx.db.reader() as conn:
         return _get_in(conn, name)
 
 
@@ -103,7 +97,7 @@ def create(ctx: RequestContext, name: str) -> ResourceClass:
     least tables.CUSTOM_CLASS_MIN_ID) rather than by the id sequence,
     which upstream leaves behind on PostgreSQL.
     """
-    db = _database(ctx)
+    db = ctx.db
     for _attempt in range(_ID_ATTEMPTS):
         try:
             with db.writer() as conn:
@@ -150,7 +144,7 @@ def rename(ctx: RequestContext, name: str, new_name: str) -> ResourceClass:
     ResourceClassCannotUpdateStandard or ResourceClassExists.
     """
     try:
-        with _database(ctx).writer() as conn:
+        with ctx.db.writer() as conn:
             current = _get_in(conn, name)
             if not is_custom(current.name):
                 raise exceptions.ResourceClassCannotUpdateStandard(name=name)
@@ -178,7 +172,7 @@ def delete(ctx: RequestContext, name: str) -> None:
     Raises ResourceClassNotFound, ResourceClassCannotDeleteStandard or
     ResourceClassInUse.
     """
-    with _database(ctx).writer() as conn:
+    with ctx.db.writer() as conn:
         current = _get_in(conn, name)
         if not is_custom(current.name):
             raise exceptions.ResourceClassCannotDeleteStandard(name=name)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import uuid as uuidlib
-from typing import Any, Iterable
+from typing import Any, Iterable, TYPE_CHECKING
 
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
@@ -24,6 +24,9 @@ from oslo_db import exception as db_exc
 from placement import exceptions
 from placement.db import api as db_api
 from placement.db import tables
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
 
 _RP = tables.resource_providers
 _INV = tables.inventories
@@ -88,7 +91,7 @@ def from_row(row: sa.Row[Any]) -> ResourceProvider:
     )
 
 
-def get_by_uuid(ctx: Any, uuid: str) -> ResourceProvider:
+def get_by_uuid(ctx: RequestContext, uuid: str) -> ResourceProvider:
     """The provider with this uuid; ProviderNotFound when there is none."""
     with ctx.db.reader() as conn:
         return get_by_uuid_in(conn, uuid)
@@ -167,7 +170,7 @@ def _lock_uuids_in(conn: sa.engine.Connection, uuids: Iterable[str]) -> None:
 
 
 @db_api.retry_on_conflict
-def create(ctx: Any, name: str, uuid: str | None = None,
+def create(ctx: RequestContext, name: str, uuid: str | None = None,
            parent_uuid: str | None = None) -> ResourceProvider:
     """A new provider, root of its own tree unless ``parent_uuid`` is given.
 
@@ -194,8 +197,9 @@ def create(ctx: Any, name: str, uuid: str | None = None,
             values.update(parent_provider_id=parent.id,
                           root_provider_id=parent.root_id)
         try:
-            new_id = conn.execute(_RP.insert().values(**values)
-                                  ).inserted_primary_key[0]
+            inserted = conn.execute(_RP.insert().values(**values)).inserted_primary_key
+            assert inserted is not None, "an insert without a primary key"
+            new_id = inserted[0]
         except db_exc.DBDuplicateEntry as exc:
             raise _exists(exc, {"uuid": uuid, "name": name}) from None
         if parent is None:
@@ -259,7 +263,7 @@ def _subtree_ids(conn: sa.engine.Connection, provider: ResourceProvider
 
 
 @db_api.retry_on_conflict
-def update(ctx: Any, uuid: str, name: str, parent_uuid: Any = UNSET,
+def update(ctx: RequestContext, uuid: str, name: str, parent_uuid: Any = UNSET,
            allow_reparenting: bool = False) -> ResourceProvider:
     """Rename a provider and optionally give it a (new) parent.
 
@@ -321,7 +325,7 @@ def _reparent_in(conn: sa.engine.Connection, provider: ResourceProvider,
 
 
 @db_api.retry_on_conflict
-def delete(ctx: Any, uuid: str) -> None:
+def delete(ctx: RequestContext, uuid: str) -> None:
     """Delete a provider with its inventories, traits and aggregates.
 
     Raises ProviderNotFound, ProviderHasChildren, ProviderInUse.

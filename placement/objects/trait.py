@@ -30,7 +30,6 @@ from placement.objects import resource_provider
 
 if TYPE_CHECKING:
     from placement.context import RequestContext
-    from placement.db.api import Database
 
 LOG = logging.getLogger(__name__)
 _TRAITS = tables.traits
@@ -60,11 +59,6 @@ class ProviderTraits:
 
     generation: int
     traits: list[Trait]
-
-
-def _database(ctx: RequestContext) -> Database:
-    assert ctx.db is not None, "a request context without a database"
-    return ctx.db
 
 
 def _inserted_id(result: sa.CursorResult[Any]) -> int:
@@ -109,13 +103,13 @@ def _filtered(query: sa.Select[Any], wanted: TraitFilter) -> sa.Select[Any]:
 def get_all(ctx: RequestContext, wanted: TraitFilter | None = None) -> list[Trait]:
     """The traits matching ``wanted`` (all of them by default), oldest first."""
     query = _filtered(_traits(), wanted or TraitFilter()).order_by(_TRAITS.c.id)
-    with _database(ctx).reader() as conn:
+    with ctx.db.reader() as conn:
         return [_from_row(row) for row in conn.execute(query).all()]
 
 
 def get_by_name(ctx: RequestContext, name: str) -> Trait:
     """The trait called ``name``; TraitNotFound when there is none."""
-    with _database(ctx).reader() as conn:
+    with ctx.db.reader() as conn:
         return _get_in(conn, name)
 
 
@@ -135,7 +129,7 @@ def ensure(ctx: RequestContext, name: str) -> tuple[Trait, bool]:
         pass
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     try:
-        with _database(ctx).writer() as conn:
+        with ctx.db.writer() as conn:
             result = conn.execute(_TRAITS.insert().values(name=name, created_at=now))
             trait_id = _inserted_id(result)
     except db_exc.DBDuplicateEntry:
@@ -150,7 +144,7 @@ def delete(ctx: RequestContext, name: str) -> None:
 
     Raises TraitNotFound, TraitCannotDeleteStandard or TraitInUse.
     """
-    with _database(ctx).writer() as conn:
+    with ctx.db.writer() as conn:
         trait = _get_in(conn, name)
         if not is_custom(trait.name):
             raise exceptions.TraitCannotDeleteStandard(name=name)
@@ -171,7 +165,7 @@ def _of_provider(conn: sa.engine.Connection, provider_id: int) -> list[Trait]:
 
 def get_for_provider(ctx: RequestContext, uuid: str) -> ProviderTraits:
     """The traits of provider ``uuid``; ProviderNotFound if there is none."""
-    with _database(ctx).reader() as conn:
+    with ctx.db.reader() as conn:
         provider = resource_provider.get_by_uuid_in(conn, uuid)
         return ProviderTraits(provider.generation, _of_provider(conn, provider.id))
 
@@ -186,7 +180,7 @@ def set_for_provider(ctx: RequestContext, uuid: str, names: Iterable[str],
     mismatch) and TraitNotFound (naming every unknown trait).
     """
     wanted = set(names)
-    with _database(ctx).writer() as conn:
+    with ctx.db.writer() as conn:
         provider = _locked_provider(conn, uuid, expected_generation)
         rows = conn.execute(_traits().where(_TRAITS.c.name.in_(sorted(wanted)))
                             .order_by(_TRAITS.c.id)).all() if wanted else []
@@ -205,7 +199,7 @@ def delete_for_provider(ctx: RequestContext, uuid: str) -> int:
     Raises ProviderNotFound; ProviderConcurrentUpdate when another writer
     changed the provider between our read and our write.
     """
-    with _database(ctx).writer() as conn:
+    with ctx.db.writer() as conn:
         provider = _locked_provider(conn, uuid, None)
         return _replace_links(conn, provider, set())
 

@@ -9,7 +9,7 @@ MEMORY_MB must count once, not once per class.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import sqlalchemy as sa
 
@@ -17,6 +17,9 @@ from placement import exceptions
 from placement.db import tables
 from placement.objects import resource_class as rc_obj
 from placement.objects.consumer import UNKNOWN_TYPE
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
 
 _ALLOC = tables.allocations
 _INV = tables.inventories
@@ -39,7 +42,7 @@ class TypeUsage:
     usages: dict[str, int]
 
 
-def get_provider_usages(ctx: Any, provider_uuid: str) -> tuple[int, dict[str, int]]:
+def get_provider_usages(ctx: RequestContext, provider_uuid: str) -> tuple[int, dict[str, int]]:
     """The provider's generation and ``{class: used}`` for every class it
     has inventory of (0 when nothing is allocated).
 
@@ -73,7 +76,7 @@ def _project_allocations(project_id: str, user_id: str | None) -> sa.FromClause:
     return joined.outerjoin(_TYPES, _TYPES.c.id == _CONSUMERS.c.consumer_type_id)
 
 
-def get_project_usages(ctx: Any, project_id: str, user_id: str | None = None
+def get_project_usages(ctx: RequestContext, project_id: str, user_id: str | None = None
                        ) -> dict[str, int]:
     """``{class: used}`` over the consumers of a project (and user)."""
     source = _project_allocations(project_id, user_id)
@@ -85,7 +88,7 @@ def get_project_usages(ctx: Any, project_id: str, user_id: str | None = None
     return {names[rc]: int(used) for rc, used in rows}
 
 
-def get_project_usages_by_type(ctx: Any, project_id: str, user_id: str | None = None,
+def get_project_usages_by_type(ctx: RequestContext, project_id: str, user_id: str | None = None,
                                consumer_type: str | None = None) -> list[TypeUsage]:
     """Usage of a project (and user) grouped by consumer type.
 

@@ -37,7 +37,7 @@ def _get(app: Any, path: str = "/resource_providers", **headers: str
 
 
 def _context(seen: dict[str, Any]) -> RequestContext:
-    return RequestContext.from_environ(seen, overwrite=False)
+    return RequestContext.from_environ(seen, overwrite=False, config=None, db=None)
 
 
 @pytest.mark.parametrize("headers,user,project,roles,system", [

@@ -138,7 +138,7 @@ def _ctx(conf: cfg.ConfigOpts, roles: list[str], project: str | None = "p1",
          system: str | None = None) -> RequestContext:
     return RequestContext(user_id="u1", project_id=None if system else project,
                           roles=roles, system_scope=system, config=conf,
-                          overwrite=False)
+                          db=None, overwrite=False)  # policy reads no database
 
 
 def _allowed(ctx: RequestContext, rule: str,

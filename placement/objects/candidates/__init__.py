@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from placement import exceptions
 from placement.objects.candidates import assemble, reuse, search
@@ -22,6 +22,9 @@ from placement.objects.candidates.loader import Loader
 from placement.objects.candidates.reuse import CandidateList, Item
 from placement.objects.candidates.trees import Forest, Inventory, Provider, Tree
 from placement.query import CandidateQuery
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
 
 __all__ = ["CandidateList", "Candidates", "Choice", "Combination", "Forest",
            "Inventory", "Item", "Provider", "Tree", "find"]
@@ -61,7 +64,7 @@ def _check_names(query: CandidateQuery, classes: dict[str, int],
             raise exceptions.TraitNotFound(names=", ".join(missing))
 
 
-def find(ctx: Any, query: CandidateQuery, *, limit: int | None = None,
+def find(ctx: RequestContext, query: CandidateQuery, *, limit: int | None = None,
          randomize: bool = False, max_candidates: int = -1,
          strategy: str = assemble.DEPTH_FIRST, nested: bool = True
          ) -> Candidates:
