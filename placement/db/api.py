@@ -35,9 +35,11 @@ import os
 import random
 import threading
 import time
-from typing import Callable, Iterator, ParamSpec, TypeVar
+from typing import Any, Callable, Iterator, ParamSpec, TypeVar
 
 import sqlalchemy as sa
+import sqlalchemy.dialects.postgresql
+import sqlalchemy.dialects.sqlite
 from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
@@ -231,6 +233,16 @@ class Database:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    @property
+    def snapshot_at_first_read(self) -> bool:
+        """Whether a transaction's first plain read fixes what it sees
+        (MySQL's REPEATABLE READ), so that a write must read what it plans
+        from before taking its locks in a transaction of its own.
+        PostgreSQL (READ COMMITTED: each statement sees what was committed
+        before it) and SQLite (locked from BEGIN IMMEDIATE on) read it in
+        the writer transaction itself."""
+        return self.dialect in ("mysql", "mariadb")
+
     @contextlib.contextmanager
     def reader(self) -> Iterator[sa.engine.Connection]:
         with self.engine.connect() as conn:
@@ -355,6 +367,22 @@ def _collision_reason(exc: BaseException) -> str:
     if isinstance(exc, (db_exc.DBError, sa.exc.SQLAlchemyError)):
         return driver_message(exc)
     return "%s: %s" % (type(exc).__name__, exc)
+
+
+def insert_unless_present(conn: sa.engine.Connection, table: sa.Table) -> Any:
+    """An INSERT of ``table`` that skips rows whose unique key is taken.
+
+    A plain INSERT would fail on the unique index and, on PostgreSQL,
+    abort the whole transaction; each backend has its own spelling of
+    "insert unless present", which waits for a concurrent transaction
+    inserting the same key and then does nothing.
+    """
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        return sa.dialects.postgresql.insert(table).on_conflict_do_nothing()
+    if dialect == "sqlite":
+        return sa.dialects.sqlite.insert(table).on_conflict_do_nothing()
+    return table.insert().prefix_with("IGNORE")  # MySQL and MariaDB
 
 
 def retry_on_conflict(write: Callable[P, T]) -> Callable[P, T]:

@@ -208,14 +208,12 @@ def writing(ctx: RequestContext, claims: Sequence[ConsumerClaim], also_lock: Seq
     raised: Placement reports a consumer generation conflict first
     (:func:`check_claims_in`).
 
-    On MySQL the plan is read in a transaction of its own: under REPEATABLE
-    READ the first plain read fixes the snapshot, which must come after the
-    provider locks.  PostgreSQL (READ COMMITTED: each statement sees what
-    was committed before it) and SQLite (the database is locked from
-    BEGIN IMMEDIATE on) can read it in the writer transaction itself.
+    Where a transaction's first read fixes its snapshot (MySQL), the plan
+    is read in a transaction of its own, so that the writer's snapshot
+    comes after its provider locks.
     """
     plan = None
-    if ctx.db.dialect in ("mysql", "mariadb"):
+    if ctx.db.snapshot_at_first_read:
         with ctx.db.reader() as conn:
             plan = _prepare_in(conn, ctx, claims, also_lock)
     with ctx.db.writer() as conn:

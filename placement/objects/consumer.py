@@ -23,9 +23,9 @@ import logging
 from typing import Any, Iterable, Sequence
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from placement import exceptions
+from placement.db import api as db_api
 from placement.db import tables
 
 LOG = logging.getLogger(__name__)
@@ -114,22 +114,9 @@ def _lookup_all(conn: sa.engine.Connection, wanted: tuple[set[str], ...]
 def _insert_missing(conn: sa.engine.Connection, table: sa.Table,
                     column: sa.Column[Any], names: list[str]) -> dict[str, int]:
     """Insert the rows, skipping any a concurrent transaction inserted;
-    the ids of the rows inserted, where the database can return them.
-
-    A plain INSERT would fail on the unique index and, on PostgreSQL, abort
-    the whole allocation transaction; each backend has its own spelling of
-    "insert unless present", which waits for the other transaction and
-    then does nothing.
-    """
+    the ids of the rows inserted, where the database can return them."""
     rows = [{column.name: name, "created_at": _utcnow()} for name in names]
-    dialect = conn.dialect.name
-    statement: Any
-    if dialect == "postgresql":
-        statement = postgresql.insert(table).on_conflict_do_nothing()
-    elif dialect == "sqlite":
-        statement = sqlite.insert(table).on_conflict_do_nothing()
-    else:  # MySQL and MariaDB
-        statement = table.insert().prefix_with("IGNORE")
+    statement = db_api.insert_unless_present(conn, table)
     if not conn.dialect.insert_returning:
         conn.execute(statement, rows)
         return {}
