@@ -15,6 +15,7 @@ from oslo_middleware import cors, http_proxy_to_wsgi, request_id
 from placement import errors, policy
 from placement.context import RequestContext
 from placement.db import api as db_api
+from placement.kept import Kept
 from placement.db.api import Database
 from placement.middleware import (
     body_size,
@@ -34,17 +35,20 @@ WSGIApp = Callable[..., Iterable[bytes]]
 class PlacementApp:
     """The innermost application: context, dispatch, handler, errors."""
 
-    def __init__(self, conf: cfg.ConfigOpts, db: Database, router: Router) -> None:
+    def __init__(self, conf: cfg.ConfigOpts, db: Database, router: Router,
+                 kept: Kept | None) -> None:
         self.conf = conf
         self.db = db
         self.router = router
+        self.kept = kept
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
         req = PlacementRequest(environ)
         req.version = environ[VERSION_ENVIRON]
-        req.ctx = RequestContext.from_environ(environ, config=self.conf, db=self.db)
+        req.ctx = RequestContext.from_environ(environ, config=self.conf, db=self.db,
+                                              kept=self.kept)
         environ[request_log.CONTEXT_ENVIRON] = req.ctx
         try:
             _check_content_headers(environ)
@@ -115,7 +119,7 @@ def _check_accept(req: PlacementRequest) -> None:
 
 
 def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
-           versioning: Callable[[WSGIApp], WSGIApp]) -> WSGIApp:
+           versioning: Callable[[WSGIApp], WSGIApp], kept: Kept | None) -> WSGIApp:
     """The middleware around the router, listed from the outside in.
 
     * fault: outermost, so nothing escapes as a traceback;
@@ -140,7 +144,7 @@ def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
     ``router`` and ``versioning`` are the API's: Placement's by default,
     Ironic's for the bare-metal API (``placement/baremetal/app.py``).
     """
-    app: WSGIApp = PlacementApp(conf, db, router)
+    app: WSGIApp = PlacementApp(conf, db, router, kept)
     app = body_size.BodySizeLimit(app, conf)
     app = versioning(app)
     if conf.api.auth_strategy == "noauth2":
@@ -163,10 +167,16 @@ def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
 
 def build_app(conf: cfg.ConfigOpts, db: Database | None = None,
               router: Router | None = None,
-              versioning: Callable[[WSGIApp], WSGIApp] | None = None) -> WSGIApp:
+              versioning: Callable[[WSGIApp], WSGIApp] | None = None,
+              kept: Kept | None = None) -> WSGIApp:
     """The placement WSGI application for this configuration (or, given
     another router and version negotiation, another API on the same
-    configuration, database and policy)."""
+    configuration, database and policy).
+
+    ``kept`` is what requests keep between them (:mod:`placement.kept`):
+    by default this worker's store for the database, ``kept.NOTHING`` to
+    keep nothing.
+    """
     db = db or Database(conf)
     if conf.placement_database.sync_on_startup:
         # alembic is imported only by workers that migrate.
@@ -175,4 +185,4 @@ def build_app(conf: cfg.ConfigOpts, db: Database | None = None,
         migration.upgrade(db)
     policy.init(conf)
     return _stack(conf, db, router or Router(),
-                  versioning or microversion.MicroversionMiddleware)
+                  versioning or microversion.MicroversionMiddleware, kept)

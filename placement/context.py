@@ -13,6 +13,7 @@ from oslo_config import cfg
 from oslo_context import context as oslo_context
 
 from placement.db.api import Database
+from placement import kept as kept_store
 
 
 class RequestContext(oslo_context.RequestContext):
@@ -21,8 +22,19 @@ class RequestContext(oslo_context.RequestContext):
         *args: Any,
         config: cfg.ConfigOpts,
         db: Database,
+        kept: kept_store.Kept | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.config = config
         self.db = db
+        self._kept = kept
+
+    @property
+    def kept(self) -> kept_store.Kept:
+        """What the worker keeps of this database between requests: the
+        one given, else the worker's own store for the database (looked
+        up when first needed: finding it opens the database)."""
+        if self._kept is None:
+            self._kept = kept_store.of(self.db.engine)
+        return self._kept

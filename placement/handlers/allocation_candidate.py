@@ -64,7 +64,7 @@ def _search_and_render(req: PlacementRequest,
     options = config.placement
     try:
         found = candidates.find(
-            req.ctx, query,
+            req.ctx, query, kept=req.ctx.kept,
             randomize=options.randomize_allocation_candidates,
             max_candidates=options.max_allocation_candidates,
             strategy=options.allocation_candidates_generation_strategy,
@@ -234,7 +234,7 @@ class _SummaryWriter:
     nested deployments), hence the version checks made once, and
     resources and trait texts made once per request for each inventory
     dict and trait set: like providers share those objects (see
-    candidates.cache), so they are looked up by identity, all of them
+    placement.kept), so they are looked up by identity, all of them
     staying alive while this runs.
     """
 

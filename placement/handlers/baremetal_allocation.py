@@ -18,7 +18,7 @@ import webob
 from oslo_policy import policy as oslo_policy
 from oslo_utils import uuidutils
 
-from placement import errors, exceptions, responses
+from placement import errors, exceptions, policy, responses
 from placement.baremetal import microversion, routes, validation
 from placement.objects import baremetal_allocation as allocation_obj
 from placement.objects import baremetal_node as node_obj
@@ -63,7 +63,8 @@ def render(alloc: allocation_obj.BaremetalAllocation, req: PlacementRequest,
 
 def _allowed(req: PlacementRequest, rule: str, owner: str | None = None) -> bool:
     try:
-        req.ctx.can(rule, {"allocation.owner": owner, "project_id": req.ctx.project_id})
+        policy.authorize(req.ctx, rule,
+                         {"allocation.owner": owner, "project_id": req.ctx.project_id})
     except oslo_policy.PolicyNotAuthorized:
         return False
     return True

@@ -143,7 +143,7 @@ def list_providers(req: PlacementRequest) -> webob.Response:
     req.authorize(policies.resource_provider.LIST)
     filters = _filters(req)
     try:
-        listed = provider_filter.list_providers(req.ctx, filters)
+        listed = provider_filter.list_providers(req.ctx, filters, kept=req.ctx.kept)
     except exceptions.ResourceClassNotFound as exc:
         raise errors.BadRequest(
             "Invalid resource class in resources parameter: %s" % exc) from None

@@ -6,7 +6,7 @@ own inventories must take every amount, it must have the required traits
 and none of the forbidden ones, and be in the aggregates asked for and in
 none of the forbidden ones.  So the list is judged by the candidate
 search's rules (:mod:`placement.query`), on the providers' inventories
-and traits the worker keeps for that search (:mod:`.candidates.cache`,
+and traits the worker keeps for that search (:mod:`placement.kept`,
 good while the provider's generation is unchanged).
 
 What may change without a generation bump is read afresh every time, in
@@ -33,12 +33,11 @@ from typing import Any, Iterable, TYPE_CHECKING
 import sqlalchemy as sa
 
 from placement.db import tables
+from placement.kept import Entry, Kept
 from placement.objects import resource_class as rc_obj
 from placement.objects import resource_provider as rp_obj
 from placement.objects import trait as trait_obj
-from placement.objects.candidates import cache as provider_cache
 from placement.objects.candidates import search
-from placement.objects.candidates.cache import Entry
 from placement.objects.candidates.loader import Loader
 from placement.query import RequestGroup, in_aggregates, serves_all, suits_traits
 
@@ -102,9 +101,10 @@ def _any(conn: sa.engine.Connection, query: sa.Select[Any]) -> bool:
     return conn.execute(query.limit(1)).first() is not None
 
 
-def list_providers(ctx: RequestContext, filters: ProviderFilters | None = None
-                   ) -> list[ListedProvider]:
-    """Providers matching every given filter, in creation order.
+def list_providers(ctx: RequestContext, filters: ProviderFilters | None = None, *,
+                   kept: Kept) -> list[ListedProvider]:
+    """Providers matching every given filter, in creation order, judged on
+    what ``kept`` holds where it is still good (:mod:`placement.kept`).
 
     Raises TraitNotFound and ResourceClassNotFound for unknown names.
     """
@@ -136,7 +136,7 @@ def list_providers(ctx: RequestContext, filters: ProviderFilters | None = None
             forbidden=frozenset(filters.forbidden_traits),
             member_of=tuple(frozenset(uuids) for uuids in filters.member_of),
             not_member_of=frozenset(filters.forbidden_aggs))
-        return _Listing(conn, filters, root_id, class_ids, group).matching()
+        return _Listing(conn, filters, root_id, class_ids, group, kept).matching()
 
 
 _BY_ID = operator.attrgetter("provider.id")
@@ -155,7 +155,7 @@ class _Listing:
 
     def __init__(self, conn: sa.engine.Connection, filters: ProviderFilters,
                  root_id: int | None, class_ids: dict[str, int],
-                 group: RequestGroup) -> None:
+                 group: RequestGroup, kept: Kept) -> None:
         self.conn = conn
         self.filters = filters
         self.root_id = root_id
@@ -166,9 +166,9 @@ class _Listing:
         # the class names (which drops what a rename made wrong) comes
         # before anything kept is used.
         self.needs_entries = bool(group.resources or group.required or group.forbidden)
-        self.loader = (Loader(conn, search.check_names(conn, [])[0])
+        self.loader = (Loader(conn, search.check_names(conn, [])[0], kept)
                        if self.needs_entries else None)
-        self.kept: dict[int, ListedProvider] = provider_cache.of(conn.engine).listed
+        self.kept: dict[int, ListedProvider] = kept.listed
 
     def _where(self, query: sa.Select[Any]) -> sa.Select[Any]:
         filters = self.filters
@@ -301,7 +301,7 @@ class _Listing:
         """The providers that take the amounts and have the traits.
 
         Once per shared inventory dict and trait set, by identity (like
-        providers share them, see candidates.cache; all stay alive while
+        providers share them, see placement.kept; all stay alive while
         the request runs); a provider with usage of a class asked for has
         inventories of its own.
         """

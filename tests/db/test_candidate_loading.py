@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import pytest
+import sqlalchemy as sa
 
 from placement.db.api import Database
-from placement.objects.candidates import cache as provider_cache
+from placement import kept as provider_cache
 from placement.objects.candidates import search
 from placement.objects.candidates.loader import Loader
 from placement.objects.candidates.trees import Forest
@@ -34,6 +35,11 @@ AGGREGATE = "b1d00000-0000-4000-8000-0000000000ee"
 def served(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Database]]:
     with inprocess.served(request.param) as both:
         yield both
+
+
+def _loader(conn: sa.engine.Connection, classes: dict[str, int]) -> Loader:
+    """A loader through the worker's own store, as requests use."""
+    return Loader(conn, classes, provider_cache.of(conn.engine))
 
 
 def _provider(application: Any, uuid: str, inventories: dict[str, int],
@@ -92,17 +98,17 @@ def test_reading_everyone_loads_the_trees_the_database_would_name(
         cache = provider_cache.of(conn.engine)
         vcpu = frozenset({"VCPU"})
         assert not cache.reads_everyone(vcpu)
-        narrowed = Forest(Loader(conn, classes).relevant_trees([classes["VCPU"]]))
+        narrowed = Forest(_loader(conn, classes).relevant_trees([classes["VCPU"]]))
         # The VCPU trees held every provider read so far: read everyone next.
         assert cache.reads_everyone(vcpu)
-        everyone = Forest(Loader(conn, classes).relevant_trees([classes["VCPU"]]))
+        everyone = Forest(_loader(conn, classes).relevant_trees([classes["VCPU"]]))
         assert _shape(everyone) == _shape(narrowed)
         assert set(_shape(everyone)) == {HOST1, NUMA1, HOST2}
         assert everyone.anchors == {}
         assert everyone.trees.keys() == narrowed.trees.keys()
 
         # FPGA trees hold a small share of the providers read by now.
-        Loader(conn, classes).relevant_trees([classes["FPGA"]])
+        _loader(conn, classes).relevant_trees([classes["FPGA"]])
         assert not cache.reads_everyone(frozenset({"FPGA"}))
 
 
@@ -116,7 +122,7 @@ def test_a_class_created_after_the_names_were_read_is_named(
     assert send(application, "PUT", "/resource_classes/CUSTOM_LATE").status_int == 201
     _provider(application, HOST1, {"VCPU": 4, "CUSTOM_LATE": 2})
     with db.reader() as conn:
-        forest = Forest(Loader(conn, classes).relevant_trees([classes["VCPU"]]))
+        forest = Forest(_loader(conn, classes).relevant_trees([classes["VCPU"]]))
     inventories = _shape(forest)[HOST1][1]
     assert set(inventories) == {"VCPU", "CUSTOM_LATE"}
     assert inventories["CUSTOM_LATE"].total == 2
@@ -132,7 +138,7 @@ def test_unchanged_trees_are_the_ones_read_before(
     def read() -> dict[str, Any]:
         with db.reader() as conn:
             classes, _traits = search.check_names(conn, [])
-            trees = Loader(conn, classes).relevant_trees([classes["VCPU"]])
+            trees = _loader(conn, classes).relevant_trees([classes["VCPU"]])
         forest = Forest(trees)
         return {forest.providers[tree.root_id].uuid: tree for tree in trees}
 
@@ -168,7 +174,7 @@ def test_a_tree_read_in_another_order_is_the_same_tree(
     _provider(application, NUMA1, {"VCPU": 8}, parent=HOST1)
     with db.reader() as conn:
         classes, _traits = search.check_names(conn, [])
-        loader = Loader(conn, classes)
+        loader = _loader(conn, classes)
         tree, = loader.relevant_trees([classes["VCPU"]])
         # As if the database had listed the bucket's items in another
         # order: no text read before matches, the state does.
@@ -214,6 +220,6 @@ def test_trees_of_every_bucket_are_built_together(
     monkeypatch.setattr(Loader, "_build", counted_build)
     with db.reader() as conn:
         classes, _traits = search.check_names(conn, [])
-        trees = Loader(conn, classes).relevant_trees([classes["VCPU"]])
+        trees = _loader(conn, classes).relevant_trees([classes["VCPU"]])
     assert len(trees) == 3
     assert builds == [3]

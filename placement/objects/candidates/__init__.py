@@ -16,6 +16,7 @@ import itertools
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from placement import exceptions
+from placement.kept import Kept
 from placement.objects.candidates import assemble, reuse, search
 from placement.objects.candidates.choices import Choice, Combination
 from placement.objects.candidates.loader import Loader
@@ -66,14 +67,15 @@ def _check_names(query: CandidateQuery, classes: dict[str, int],
 
 def find(ctx: RequestContext, query: CandidateQuery, *, limit: int | None = None,
          randomize: bool = False, max_candidates: int = -1,
-         strategy: str = assemble.DEPTH_FIRST, nested: bool = True
-         ) -> Candidates:
+         strategy: str = assemble.DEPTH_FIRST, nested: bool = True,
+         kept: Kept) -> Candidates:
     """The allocation candidates for ``query``.
 
     Raises ResourceClassNotFound or TraitNotFound for unknown names.
     ``limit`` defaults to the query's own.  Without ``nested`` (before
     microversion 1.29) a candidate uses at most one provider of a tree
-    besides sharing providers.
+    besides sharing providers.  ``kept`` is what the worker keeps between
+    searches (:data:`placement.kept.NOTHING` to keep nothing).
     """
     trait_names: set[str] = set(query.root_required | query.root_forbidden)
     for group in query.groups:
@@ -83,8 +85,8 @@ def find(ctx: RequestContext, query: CandidateQuery, *, limit: int | None = None
     with ctx.db.reader() as conn:
         classes, traits = search.check_names(conn, sorted(trait_names))
         _check_names(query, classes, traits)
-        loader = Loader(conn, classes)
-        kept = loader.cache.candidates.of(reuse.query_key(query, nested))
+        loader = Loader(conn, classes, kept)
+        kept_lists = kept.candidates.of(reuse.query_key(query, nested))
         amounts = [(classes[name], amount) for group in query.groups
                    for name, amount in group.resources]
         roots = search.candidate_roots(conn, amounts) if bound else None
@@ -92,7 +94,7 @@ def find(ctx: RequestContext, query: CandidateQuery, *, limit: int | None = None
         if roots is not None and bound is not None:
             chosen = assemble.choose(
                 itertools.chain.from_iterable(
-                    _batches(loader, roots, query, nested, kept)),
+                    _batches(loader, roots, query, nested, kept_lists)),
                 limit=bound, randomize=False, max_candidates=-1)
             if not _cut_before_nested(chosen, limit, nested):
                 return _candidates(chosen, query)
@@ -102,12 +104,12 @@ def find(ctx: RequestContext, query: CandidateQuery, *, limit: int | None = None
             chosen = None
     if chosen is None:
         chosen = assemble.choose(
-            _stream(trees, query, nested, kept, strategy),
+            _stream(trees, query, nested, kept_lists, strategy),
             limit=limit, randomize=randomize, max_candidates=max_candidates)
     found = _candidates(chosen, query)
     if _cut_before_nested(chosen, limit, nested):
         found = dataclasses.replace(found, summarised=_summarised_before_nested(
-            found, trees, query, kept))
+            found, trees, query, kept_lists))
     return found
 
 

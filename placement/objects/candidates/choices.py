@@ -138,7 +138,7 @@ class GroupSearch:
         lonely: set[int] = set()
         check_aggregates = bool(group.member_of or group.not_member_of)
         # Like providers share their inventory dict, trait and aggregate
-        # sets (see cache.ProviderCache.entry): each is judged once, by
+        # sets (see placement.kept.Kept.entry): each is judged once, by
         # identity, as they all stay alive while this runs.
         fitting_by_inventories: dict[int, list[int]] = {}
         judged_traits: dict[int, tuple[bool, bool]] = {}

@@ -6,7 +6,7 @@ text per bucket of trees, :mod:`.search`) and turns each into a
 
 * a tree whose state equals the one the worker read last time is that
   same :class:`Tree` object, with its providers and everything derived
-  from it (:mod:`.cache` says why that is safe); a bucket's text equal to
+  from it (:mod:`placement.kept` says why that is safe); a bucket's text equal to
   one read before gives its trees at once, without being taken apart;
 * any other tree is built afresh, its providers' inventories and traits
   coming from the worker's entries when their generation and uuid still
@@ -27,7 +27,7 @@ from typing import Any, Iterable, Sequence
 import sqlalchemy as sa
 
 from placement.objects import resource_class as rc_obj
-from placement.objects.candidates import cache as provider_cache
+from placement.kept import Entry, Kept
 from placement.objects.candidates import search
 from placement.objects.candidates.trees import Inventory, Provider, TraitSet, Tree
 
@@ -36,12 +36,13 @@ _NO_AGGREGATES: frozenset[str] = frozenset()
 
 class Loader:
     """Reads trees into :class:`Tree` objects for one search, through the
-    worker's :class:`.cache.ProviderCache`."""
+    worker's :class:`placement.kept.Kept`."""
 
-    def __init__(self, conn: sa.engine.Connection, classes: dict[str, int]) -> None:
+    def __init__(self, conn: sa.engine.Connection, classes: dict[str, int],
+                 kept: Kept) -> None:
         self.conn = conn
         self.class_names = {class_id: name for name, class_id in classes.items()}
-        self.cache = provider_cache.of(conn.engine)
+        self.cache = kept
         self.cache.check_class_names(self.class_names)
 
     def class_name(self, class_id: int) -> str:
@@ -170,12 +171,12 @@ class Loader:
         return inventories
 
     def entries(self, providers: Iterable[tuple[int, int, str]]
-                ) -> dict[int, provider_cache.Entry]:
+                ) -> dict[int, Entry]:
         """The entry (inventories and traits) of each ``(id, generation,
         uuid)``: the worker's own, read afresh where it is missing or older
         than that generation."""
         cache = self.cache
-        found: dict[int, provider_cache.Entry] = {}
+        found: dict[int, Entry] = {}
         stale: dict[int, tuple[int, str]] = {}
         for provider_id, generation, uuid in providers:
             entry = cache.get(provider_id, generation, uuid)
@@ -210,7 +211,7 @@ class Loader:
                         ) -> dict[tuple[int, ...], frozenset[str]]:
         """The aggregate uuids of each tuple of aggregate ids among ``rows``.
         Like providers share one set, as they share inventory dicts and
-        trait sets (:meth:`.cache.ProviderCache.entry`)."""
+        trait sets (:meth:`placement.kept.Kept.entry`)."""
         cache = self.cache
         found: dict[tuple[int, ...], frozenset[str]] = {}
         missing = []

@@ -4,7 +4,7 @@ Without sharing providers, every candidate is built around one tree from
 that tree's providers alone, and which candidates a tree gives depends on
 nothing but the query and the tree: its providers' inventories, usage,
 traits, aggregates and places, all of which its state rows say
-(:mod:`.cache`).  So the worker keeps, for each recent query, the
+(:mod:`placement.kept`).  So the worker keeps, for each recent query, the
 candidates of each tree together with the :class:`.trees.Tree` object they
 came from.  A later search of the same query takes them as they are for
 every tree that is still that very object, and builds the others; a
@@ -67,7 +67,7 @@ def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
     """The candidates of each tree, in the order given, as items.
 
     ``kept`` holds the lists of earlier searches of this query by root id
-    (:meth:`.cache.QueryCandidates.of`); lists built here are added to it.
+    (:meth:`placement.kept.QueryCandidates.of`); lists built here are added to it.
     Nothing is built before a stream is read, so a limit bounds the work.
     The trees must not include sharing providers.
     """

@@ -7,7 +7,7 @@
    afresh by every search, since it may change without a generation bump
    — each provider's generation and place in its tree, its aggregates and
    usage — as one text.  The worker compares it with the text it read before
-   (:mod:`.loader`, :mod:`.cache`).
+   (:mod:`.loader`, :mod:`placement.kept`).
 3. ``inventories`` and ``traits`` of the providers the worker holds at an
    older generation or not at all; the uuids of aggregates it has not seen.
 4. :func:`sharing_neighbour_roots`, only when sharing providers turn up:

@@ -6,7 +6,7 @@ objects, which make a :class:`Forest`; :mod:`.assemble` then works on it
 without touching the database again.
 
 A tree that has not changed since an earlier search is that search's very
-object, kept by the worker (see :mod:`.cache`): trees, providers, their
+object, kept by the worker (see :mod:`placement.kept`): trees, providers, their
 inventory dicts, trait and aggregate sets may all be shared by requests,
 so nothing is changed once made.  The classes are plain (slotted) for
 speed; that rule keeps them safe.
@@ -119,7 +119,7 @@ class Tree:
     the tree (see :func:`.search.parse_states`): the worker keeps the tree
     and compares the next read of it with ``state``; while they are equal,
     the tree and whatever was derived from it still hold (see
-    :mod:`.cache`).  Trees may thus be shared by searches and are never
+    :mod:`placement.kept`).  Trees may thus be shared by searches and are never
     changed once made, but for ``memo`` (see :mod:`placement.memo`).
     """
 

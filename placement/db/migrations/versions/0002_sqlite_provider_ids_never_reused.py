@@ -7,7 +7,7 @@ Create Date: 2026-11-24
 Without AUTOINCREMENT, SQLite numbers a new row one past the largest id
 in the table, so deleting the newest provider and creating another hands
 out the same id again.  Workers keep what they read of a provider under
-its id, generation and uuid (placement/objects/candidates/cache.py); a
+its id, generation and uuid (placement/kept/); a
 provider deleted and created again under the same uuid (nova does so when
 a compute service is registered anew) would match all three and be judged
 on the deleted provider's inventories.  AUTOINCREMENT makes SQLite keep

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from placement.objects.candidates import cache as provider_cache
+from placement.kept import store as provider_cache
 from placement.objects.candidates.trees import Inventory, Provider, TraitSet, Tree
 
 VCPU = {"VCPU": Inventory(8, 0, 1, 8, 1, 1.0, 0)}
 
 
 def test_an_entry_holds_only_for_its_generation_and_uuid() -> None:
-    cache = provider_cache.ProviderCache()
+    cache = provider_cache.Kept()
     cache.put(7, cache.entry(3, "uuid-a", dict(VCPU), TraitSet.by_id(())))
     assert cache.get(7, 3, "uuid-a") is not None
     assert cache.get(7, 4, "uuid-a") is None      # written since
@@ -19,7 +19,7 @@ def test_an_entry_holds_only_for_its_generation_and_uuid() -> None:
 
 
 def test_like_entries_share_their_objects() -> None:
-    cache = provider_cache.ProviderCache()
+    cache = provider_cache.Kept()
     one = cache.entry(0, "uuid-1", dict(VCPU), TraitSet.by_id([(1, "CUSTOM_X")]))
     two = cache.entry(5, "uuid-2", dict(VCPU), TraitSet.by_id([(1, "CUSTOM_X")]))
     other = cache.entry(0, "uuid-3", {"VCPU": VCPU["VCPU"]._replace(total=4)},
@@ -29,7 +29,7 @@ def test_like_entries_share_their_objects() -> None:
 
 
 def test_a_renamed_class_drops_every_entry() -> None:
-    cache = provider_cache.ProviderCache()
+    cache = provider_cache.Kept()
     cache.check_class_names({1: "VCPU", 9: "CUSTOM_OLD"})
     cache.put(7, cache.entry(0, "uuid-a", dict(VCPU), TraitSet.by_id(())))
     cache.check_class_names({1: "VCPU", 9: "CUSTOM_OLD", 10: "CUSTOM_NEW_CLASS"})
@@ -39,7 +39,7 @@ def test_a_renamed_class_drops_every_entry() -> None:
 
 
 def test_a_search_that_read_names_before_a_rename_stores_nothing() -> None:
-    cache = provider_cache.ProviderCache()
+    cache = provider_cache.Kept()
     before, after = {9: "CUSTOM_OLD"}, {9: "CUSTOM_RENAMED"}
     cache.check_class_names(before)   # a search starts
     cache.check_class_names(after)    # another starts after a rename
@@ -49,7 +49,7 @@ def test_a_search_that_read_names_before_a_rename_stores_nothing() -> None:
 
 def test_a_full_cache_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provider_cache, "MAX_ENTRIES", 2)
-    cache = provider_cache.ProviderCache()
+    cache = provider_cache.Kept()
     for provider_id in (1, 2, 3):
         cache.put(provider_id, cache.entry(0, "uuid-%d" % provider_id,
                                            dict(VCPU), TraitSet.by_id(())))
@@ -65,7 +65,7 @@ def tree(root: int, *children: int) -> Tree:
 def test_too_many_providers_in_trees_start_the_trees_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provider_cache, "MAX_ENTRIES", 5)
-    cache = provider_cache.ProviderCache()
+    cache = provider_cache.Kept()
     cache.candidates.of("query")[1] = "a list"
     cache.put_tree(tree(1, 2, 3))
     cache.put_tree(tree(1, 2, 3))                # replaces: still 3 providers
@@ -80,7 +80,7 @@ def test_too_many_providers_in_trees_start_the_trees_again(
 
 
 def test_a_bucket_keeps_a_few_texts() -> None:
-    cache = provider_cache.ProviderCache()
+    cache = provider_cache.Kept()
     one, two = tree(1), tree(2)
     cache.put_bucket(0, "everyone", (one, two))
     cache.put_bucket(0, "narrowed", (two,))
@@ -93,7 +93,7 @@ def test_a_bucket_keeps_a_few_texts() -> None:
 
 
 def test_a_renamed_class_drops_trees_and_candidates() -> None:
-    cache = provider_cache.ProviderCache()
+    cache = provider_cache.Kept()
     cache.check_class_names({9: "CUSTOM_OLD"})
     cache.put_tree(tree(1))
     cache.put_bucket(0, "text", (cache.trees[1],))
@@ -129,7 +129,7 @@ def test_the_queries_asked_least_recently_are_forgotten(
 def test_trait_sets_are_shared_only_in_the_same_order() -> None:
     # Equal names listed in another order (ids of a trait re-created) must
     # not share the earlier set: summaries list a set's own order.
-    cache = provider_cache.ProviderCache()
+    cache = provider_cache.Kept()
     one = cache.entry(0, "uuid-1", dict(VCPU), TraitSet.by_id([(1, "A"), (2, "B")]))
     two = cache.entry(0, "uuid-2", dict(VCPU), TraitSet.by_id([(3, "A"), (2, "B")]))
     assert one.traits == two.traits and one.traits is not two.traits

@@ -1,47 +1,7 @@
-"""What the candidate search keeps between requests, per worker.
+"""The stores of what a worker keeps: :class:`Kept` and :data:`NOTHING`.
 
-Reading and judging the providers of every tree a query touches is most of
-a search's work, yet between two searches most trees do not change: a
-scheduler asks again and again about the same compute nodes, and each of
-its claims changes one of them.  So the worker keeps three things, each
-valid only while what it was made from is unchanged:
-
-*entries*
-    a provider's inventories and traits.  Every write that changes them
-    checks and bumps the provider's generation in the same transaction, so
-    an entry stays good as long as the provider's generation (and uuid)
-    is the one the search reads first.  That relies on ids never being
-    reused: a provider deleted and created again under the same uuid starts
-    again at the same generations (see migration 0002 for SQLite).  Entries are read after that
-    generation, so at worst they are newer than it, and a newer generation
-    then makes the next search read them again.
-*trees*
-    each :class:`.trees.Tree` as last built, with the state it was built
-    from: its providers' ids, generations, parents, uuids, aggregates and
-    usage, everything that may change without a generation bump included
-    (aggregates written before microversion 1.19, re-parenting).  Every
-    search reads that state afresh, as a text per bucket of trees; a tree
-    whose state equals the kept one is the kept object itself, and a
-    bucket text equal to one read before gives its trees at once
-    (:mod:`.loader`).
-*candidates*
-    per recent query, the candidates built around each tree
-    (:mod:`.reuse`).  Without sharing providers they depend on nothing but
-    the query and the tree, so they hold for as long as the tree is the
-    very object they were built from.
-
-The provider list (:mod:`placement.objects.provider_filter`) keeps what
-it read of each provider the same way, and judges its filters on the same
-entries.
-
-Resource class names are kept too, and everything but aggregate uuids
-(which never change) is dropped when a class id turns up under another
-name (renaming, before microversion 1.7).
-
-One cache per database engine, shared by the requests of a worker
-process; nothing in it is changed once made, so requests in threads may
-share it.  Each worker holds its own: workers share nothing but the
-database, which remains the one authority, read by every search.
+The package docstring (``placement/kept/__init__.py``) says what is kept,
+why using it is safe, and the words used here.
 """
 
 from __future__ import annotations
@@ -49,11 +9,13 @@ from __future__ import annotations
 import collections
 import threading
 import weakref
-from typing import Any, Hashable, NamedTuple
+from typing import TYPE_CHECKING, Any, Hashable, NamedTuple
 
 import sqlalchemy as sa
 
-from placement.objects.candidates.trees import Inventory, TraitSet, Tree
+if TYPE_CHECKING:
+    from placement.objects.candidates.trees import Inventory, TraitSet, Tree
+
 
 # Providers kept per worker, in entries and in trees alike.  Beyond it the
 # cache starts again from empty: it holds only what searches touch, so
@@ -81,7 +43,9 @@ class Entry(NamedTuple):
     traits: TraitSet
 
 
-class ProviderCache:
+class Kept:
+    """What one worker keeps of one database (see the package docstring)."""
+
     def __init__(self) -> None:
         self.entries: dict[int, Entry] = {}
         self.trees: dict[int, Tree] = {}
@@ -92,7 +56,7 @@ class ProviderCache:
         self._listed: dict[int, Any] = {}
         self._tree_providers = 0
         self.candidates = QueryCandidates()
-        self.aggregate_uuids: dict[int, str] = {}
+        self._aggregate_uuids: dict[int, str] = {}
         self.aggregate_sets: dict[tuple[int, ...], frozenset[str]] = {}
         self._class_names: dict[int, str] = {}
         self._shared: dict[Any, Any] = {}
@@ -140,6 +104,11 @@ class ProviderCache:
         self.trees, self._buckets = {}, {}
         self._tree_providers = 0
         self.candidates.clear()
+
+    @property
+    def aggregate_uuids(self) -> dict[int, str]:
+        """Aggregate uuids by id (they never change), to read and add to."""
+        return self._aggregate_uuids
 
     @property
     def listed(self) -> dict[int, Any]:
@@ -238,15 +207,62 @@ class QueryCandidates:
             self._by_query = collections.OrderedDict()
 
 
-_CACHES: weakref.WeakKeyDictionary[sa.engine.Engine, ProviderCache] = (
-    weakref.WeakKeyDictionary())
+class _Nothing(Kept):
+    """Keeps nothing: every store is dropped, every lookup misses, every
+    dict handed out to fill is a new one.  A search through it reads and
+    works out everything afresh, as a worker's first search does."""
+
+    def put(self, provider_id: int, entry: Entry) -> None:
+        pass
+
+    def put_tree(self, tree: Tree) -> None:
+        pass
+
+    def put_bucket(self, bucket: int, text: str, trees: tuple[Tree, ...]) -> None:
+        pass
+
+    @property
+    def aggregate_uuids(self) -> dict[int, str]:
+        return {}
+
+    @property
+    def listed(self) -> dict[int, Any]:
+        return {}
+
+    def entry(self, generation: int, uuid: str,
+              inventories: dict[str, Inventory], traits: TraitSet) -> Entry:
+        return Entry(generation, uuid, inventories, traits)
+
+    def aggregate_set(self, ids: tuple[int, ...], uuids: list[str]
+                      ) -> frozenset[str]:
+        return frozenset(uuids)
+
+    def reads_everyone(self, classes: frozenset[str]) -> bool:
+        return False
+
+    def reached(self, classes: frozenset[str], providers: int) -> None:
+        pass
+
+    def check_class_names(self, class_names: dict[int, str]) -> None:
+        pass
+
+
+class _NoCandidates(QueryCandidates):
+    def of(self, query: Hashable) -> dict[int, Any]:
+        return {}
+
+
+NOTHING: Kept = _Nothing()
+NOTHING.candidates = _NoCandidates()
+
+_KEPT: weakref.WeakKeyDictionary[sa.engine.Engine, Kept] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def of(engine: sa.engine.Engine) -> ProviderCache:
-    """The cache of providers read through ``engine``."""
-    cache = _CACHES.get(engine)
-    if cache is None:
+def of(engine: sa.engine.Engine) -> Kept:
+    """What this worker keeps of the database ``engine`` reaches."""
+    kept = _KEPT.get(engine)
+    if kept is None:
         with _LOCK:
-            cache = _CACHES.setdefault(engine, ProviderCache())
-    return cache
+            kept = _KEPT.setdefault(engine, Kept())
+    return kept

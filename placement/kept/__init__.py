@@ -1,0 +1,76 @@
+"""What a worker keeps between requests: the only process-wide mutable state.
+
+The database is the one authority; workers share nothing else.  But
+reading and judging the providers of every tree a query touches is most
+of a candidate search's work, and between two searches most trees do not
+change (a scheduler asks again and again about the same hosts, and each
+claim changes one).  So each worker keeps, per database engine, one
+:class:`Kept` (:func:`of`), which the application hands to the candidate
+search and to the provider list with every request
+(``RequestContext.kept``).  :data:`NOTHING` keeps nothing: searches
+through it read and work out everything afresh, and give the same answers
+byte for byte (``tests/functional/test_kept_changes_nothing.py``).
+
+Words
+-----
+entry
+    a provider's inventories (with nothing used) and traits, with the
+    generation and uuid it was read at.
+state
+    what may change about a tree without any generation changing: its
+    providers' ids, generations, parents, uuids, aggregate ids and usage.
+    Every search reads the state of the trees it may use afresh, in one
+    query, as one text per bucket of 64 trees.
+tree
+    a :class:`placement.objects.candidates.trees.Tree`: the providers of
+    one root with their entries, usage and aggregates, built from a state.
+candidate list
+    per recent query, the first candidates built around one tree
+    (:mod:`placement.objects.candidates.reuse`).
+listed provider
+    what ``GET /resource_providers`` read of one provider.
+memo
+    one ``(key, value)`` pair on a kept object: the last thing a response
+    derived from it, e.g. its JSON text at one microversion
+    (:mod:`placement.memo`).
+
+Why using what is kept is safe
+------------------------------
+1. *Entries follow generations.*  Every write that changes a provider's
+   inventories or traits checks and bumps its generation in the same
+   transaction.  An entry is used only while the generation and uuid a
+   search reads first are the ones it was read at; entries are read after
+   that generation, so at worst they are newer, and a newer generation
+   makes the next search read them again.
+2. *Ids are never reused.*  Entries, trees and listed providers are found
+   by provider id.  PostgreSQL sequences and InnoDB (MariaDB 10.2.4+,
+   MySQL 8.0+) never hand out an id twice; SQLite does unless the table
+   has AUTOINCREMENT, which migration 0002 (and adoption of an upstream
+   database) gives it.  A provider deleted and created again under the
+   same uuid thus has a new id, and is read afresh.  A restart of an older
+   MySQL, or a database restored from a backup, breaks this: restart the
+   workers then (README, "Running it for real").
+3. *States cover everything else.*  What may change without a generation
+   bump (usage, when allocations are removed; aggregates written before
+   microversion 1.19; re-parenting; names) is in the state every search
+   reads.  A tree is reused only when its state equals the kept one, a
+   bucket's trees only when its whole text equals one read before, so
+   no answer depends on the order rows come in.
+4. *Candidate lists follow their tree.*  Without sharing providers a
+   tree's candidates depend only on the query and the tree, so a list is
+   reused only while its tree is the very object it was built from.
+   Candidates with sharing providers are never kept.
+5. *Class names are checked.*  Entries name classes.  Every search reads
+   the class names first; when a class id is found under another name
+   (a rename, before microversion 1.7) everything naming classes is
+   dropped, and a search that read the names before such a rename does not
+   store what it built.
+6. *Nothing kept is changed.*  Kept objects are replaced, never mutated
+   (memo pairs are replaced in one assignment), so requests in threads may
+   share them.  Bounds (:mod:`.store`) start a store again from empty
+   rather than evict piecemeal.
+"""
+
+from placement.kept.store import NOTHING, Entry, Kept, QueryCandidates, of
+
+__all__ = ["NOTHING", "Entry", "Kept", "QueryCandidates", "of"]
