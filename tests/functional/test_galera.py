@@ -31,13 +31,14 @@ import threading
 import time
 import uuid as uuidlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
 from placement.db import migration
 from placement.db.api import Database
 from tests import galera
+from tests.functional.threads import together
 from tests.functional import servers, test_concurrency
 from tests.functional.fixtures import make_conf
 from tests.functional.live_server import Client
@@ -98,29 +99,6 @@ def api(cluster: galera.Cluster, tmp_path_factory: pytest.TempPathFactory
 
 def _clients(api: list[servers.Server]) -> list[Client]:
     return [Client(server.port) for server in api]
-
-
-def _at_once(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run the calls in threads released together; their results in order."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = calls[index]()
-        except BaseException as exc:  # reported below
-            results[index] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results
 
 
 def _sync_wait(statement: str) -> str:
@@ -191,8 +169,9 @@ def test_the_same_names_created_through_three_nodes(
 
     def each(method: str, path: str, body: Any = None, version: str = "1.38"
              ) -> list[tuple[int, Any]]:
-        return _at_once([functools.partial(Client(client.port, version).request,
-                                           method, path, body) for client in clients])
+        return together(*[functools.partial(Client(client.port, version).request,
+                                           method, path, body) for client in clients],
+                        timeout=120)
 
     for round_ in range(ROUNDS):
         name = "CUSTOM_GALERA_%d" % round_
@@ -202,12 +181,13 @@ def test_the_same_names_created_through_three_nodes(
         posted = each("POST", "/resource_classes", {"name": name + "_POST"})
         assert _statuses(posted) == [201, 409, 409], posted
         aggregate = str(uuidlib.uuid4())
-        joined = _at_once([
+        joined = together(*[
             functools.partial(client.request, "PUT", "/resource_providers/%s/aggregates" % rp,
                               {"aggregates": [aggregate],
                                "resource_provider_generation": generation})
             for client, rp, generation in zip(clients, providers, generations,
-                                                          strict=True)])
+                                                          strict=True)],
+            timeout=120)
         assert _statuses(joined) == [200, 200, 200], joined
         generations = [body["resource_provider_generation"] for _status, body in joined]
     for client in clients:

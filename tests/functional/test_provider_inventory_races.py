@@ -11,13 +11,13 @@ succeed.  Nothing may answer 500.
 from __future__ import annotations
 
 import functools
-import threading
 import uuid as uuidlib
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 import webob
 
+from tests.functional.threads import together
 from tests.functional import inprocess
 
 WRITERS = 6
@@ -30,29 +30,6 @@ def placement_app(request: pytest.FixtureRequest) -> Iterator[Any]:
         yield application
 
 
-
-
-def together(*calls: Callable[[], webob.Response]) -> list[webob.Response]:
-    """Run the calls in threads that start at the same moment."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = calls[index]()
-        except BaseException as exc:  # re-raised below
-            results[index] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results
 
 
 def new_provider(application: Any, parent: str | None = None) -> str:
