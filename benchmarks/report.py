@@ -71,6 +71,69 @@ def _count(n: Any) -> str:
     return "{:,}".format(n) if isinstance(n, int) else "?"
 
 
+CHURN_KINDS = ("GET /allocation_candidates", "PUT /allocations",
+               "DELETE /allocations", "POST /allocations (move)",
+               "GET /allocations", "GET /resource_providers?in_tree",
+               "GET inventories", "PUT inventories")
+
+
+def churn_scenarios(doc: Result) -> list[str]:
+    """The churn-N scenarios a results file holds, by limit."""
+    names = {s for per in (doc.get("runs") or {}).values() for s in per
+             if s.startswith("churn-") and s[6:].isdigit()}
+    return sorted(names, key=lambda s: int(s[6:]))
+
+
+def churn_title(options: Result, scenario: str) -> str:
+    return "7 churn %s hosts, limit=%s" % (_count(options.get("hosts")),
+                                           scenario[6:])
+
+
+def churn_rows(doc: Result) -> list[tuple]:
+    options = doc.get("options", {})
+    rows: list[tuple] = []
+    for scenario in churn_scenarios(doc):
+        title = churn_title(options, scenario)
+        rows += [
+            (title, "scheduled instances/s", scenario,
+             path("churn", "scheduled_per_s"), HIGHER),
+            (title, "server CPU ms/scheduled", scenario,
+             path("churn", "server_cpu_ms_per_scheduled"), LOWER),
+            (title, "db CPU ms/scheduled", scenario,
+             path("churn", "db_cpu_ms_per_scheduled"), LOWER),
+            (title, "server CPU ms/req", scenario,
+             path("churn", "server_cpu_ms_per_req"), LOWER),
+            (title, "requests/s", scenario, path("churn", "requests_per_s"),
+             HIGHER),
+            (title, "boots / migrations", scenario,
+             lambda r: "%s / %s" % (dig(r, "churn", "boots"),
+                                    dig(r, "churn", "migrations"))
+             if dig(r, "churn") else None, INFO),
+            (title, "claim 409s", scenario, path("churn", "claim_409"), INFO),
+        ]
+        for kind in CHURN_KINDS:
+            for q in ("p50_ms", "p99_ms"):
+                rows.append((title, "%s %s" % (kind, q[:3]), scenario,
+                             path("churn", "latency", kind, q), LOWER))
+        rows += [
+            (title, "audit: overcommitted", scenario,
+             path("audit", "overcommitted"), LOWER),
+            (title, "audit: usage mismatches", scenario,
+             path("audit", "usage_mismatches"), LOWER),
+            (title, "audit: 2xx claims missing", scenario,
+             path("audit", "claims_missing"), LOWER),
+            (title, "audit: phantom allocations", scenario,
+             path("audit", "phantom_allocations"), LOWER),
+            (title, "audit: final candidate sets = what fits", scenario,
+             lambda r: all(c.get("ok") for c in
+                           dig(r, "audit", "candidate_checks") or [{}])
+             if dig(r, "audit") else None, EQUAL),
+            (title, "worker peak RSS MB", scenario,
+             peak("memory", "workers_peak_rss_mb"), LOWER),
+        ]
+    return rows
+
+
 def metric_rows(options: Result) -> list[tuple]:
     """(workload, metric, scenario, getter, better) for every figure shown;
     workload titles carry the sizes the run used."""
@@ -185,7 +248,7 @@ def figure_rows(doc: Result) -> list[list[str]]:
     both = sides == ["upstream", "ours"]
     rows = []
     for title, metric, scenario, get, better in metric_rows(
-            doc.get("options", {})):
+            doc.get("options", {})) + churn_rows(doc):
         values = [median_of(doc, s, scenario, get) for s in sides]
         if all(v is None for v in values):
             continue
@@ -200,11 +263,19 @@ def figure_rows(doc: Result) -> list[list[str]]:
     return rows
 
 
-def summary_specs(options: Result) -> list[tuple]:
+def summary_specs(options: Result,
+                  churn: Optional[list[str]] = None) -> list[tuple]:
     """(workload, scenario, latency, rate, server CPU, worker peak) getters
     of the at-a-glance table; None where a figure does not apply."""
     large = _count(options.get("large_providers"))
     mem = peak("memory", "workers_peak_rss_mb")
+    churned = [("%s (median: candidates p50; rate: scheduled/s; CPU: per "
+                "scheduled)" % churn_title(options, scenario), scenario,
+                path("churn", "latency", "GET /allocation_candidates",
+                     "p50_ms"),
+                path("churn", "scheduled_per_s"),
+                path("churn", "server_cpu_ms_per_scheduled"), mem)
+               for scenario in churn or []]
 
     def read(title: str, scenario: str, *prefix: str) -> tuple:
         return (title, scenario, path(*prefix, "latency", "median_ms"),
@@ -234,7 +305,7 @@ def summary_specs(options: Result) -> list[tuple]:
          % _count(options.get("reshape_consumers")), "reshape",
          path("reshaper", "median_ms"), None,
          path("reshaper", "server_cpu_ms_per_req"), mem),
-    ]
+    ] + churned
 
 
 def _summary_head(doc: Result) -> list[str]:
@@ -253,7 +324,7 @@ def summary_rows(doc: Result) -> list[list[str]]:
     sides = labels(doc)
     both = sides == ["upstream", "ours"]
     rows = []
-    for spec in summary_specs(doc.get("options", {})):
+    for spec in summary_specs(doc.get("options", {}), churn_scenarios(doc)):
         title, scenario, getters = spec[0], spec[1], spec[2:]
         if not any(runs_of(doc, s, scenario) for s in sides):
             continue
@@ -315,14 +386,24 @@ def target_rows(doc: Result) -> list[list[str]]:
                      "%s / %s" % (a, b), _check(None if a is None
                                                 or b is None else a == b)])
 
+    for title, scenario, prefix in reads[:3]:
+        if has(scenario) and has(scenario, "upstream"):
+            g = gain(m("upstream", scenario, path(*prefix,
+                                                  "first_request_ms")),
+                     m("ours", scenario, path(*prefix, "first_request_ms")),
+                     LOWER)
+            rows.append(["%s: cold first answer >= 5x faster" % title,
+                         "%sx" % fmt(g) if g is not None else "-",
+                         _check(None if g is None else g >= 5)])
+
     if has("write"):
         if has("write", "upstream"):
             g = gain(m("upstream", "write", path("claims", "claims_per_s")),
                      m("ours", "write", path("claims", "claims_per_s")),
                      HIGHER)
-            rows.append(["3 claims: >= 3x claims/s", "%sx" % fmt(g)
+            rows.append(["3 claims: >= 10x claims/s", "%sx" % fmt(g)
                          if g is not None else "-",
-                         _check(None if g is None else g >= 3)])
+                         _check(None if g is None else g >= 10)])
         worst = max((r.get("verify", {}).get("overcommitted", 0) or 0)
                     for r in runs_of(doc, "ours", "write"))
         rows.append(["3 claims: zero overcommitted providers",
@@ -348,20 +429,68 @@ def target_rows(doc: Result) -> list[list[str]]:
                          "%s <= %s MB" % (fmt(ours_peak), fmt(limit)),
                          _check(ours_peak <= limit)])
 
-    for scenario, get in (("flat", peak("memory", "workers_peak_rss_mb")),
-                          ("flat-large", peak("memory",
-                                              "workers_peak_rss_mb")),
-                          ("nested", peak("memory", "workers_peak_rss_mb")),
-                          ("write", peak("memory", "workers_peak_rss_mb")),
+    rows += churn_targets(doc, m, has)
+
+    workers_peak = peak("memory", "workers_peak_rss_mb")
+    for scenario, get in [("flat", workers_peak),
+                          ("flat-large", workers_peak),
+                          ("nested", workers_peak), ("write", workers_peak),
                           ("wide", peak("limited", "worker_peak_rss_mb")),
-                          ("reshape", peak("memory",
-                                           "workers_peak_rss_mb"))):
+                          ("reshape", workers_peak)] + [
+            (c, workers_peak) for c in churn_scenarios(doc)]:
         if has(scenario) and has(scenario, "upstream"):
             a, b = m("upstream", scenario, get), m("ours", scenario, get)
             if a is not None and b is not None:
                 rows.append(["memory: %s worker peak RSS <= upstream's"
                              % scenario, "%s vs %s MB" % (fmt(b), fmt(a)),
                              _check(b <= a)])
+    return rows
+
+
+def churn_targets(doc: Result, m: Callable[[str, str, Getter], Any],
+                  has: Callable[..., bool]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    options = doc.get("options", {})
+    for scenario in churn_scenarios(doc):
+        if not has(scenario):
+            continue
+        title = churn_title(options, scenario)
+        both = has(scenario, "upstream")
+        if both:
+            g = gain(m("upstream", scenario, path("churn", "scheduled_per_s")),
+                     m("ours", scenario, path("churn", "scheduled_per_s")),
+                     HIGHER)
+            rows.append(["%s: >= 12x scheduled instances/s" % title,
+                         "%sx" % fmt(g) if g is not None else "-",
+                         _check(None if g is None else g >= 12)])
+        cpu = m("ours", scenario, path("churn", "server_cpu_ms_per_scheduled"))
+        rows.append(["%s: server CPU <= 10 ms per scheduled instance" % title,
+                     "%s ms" % fmt(cpu),
+                     _check(None if cpu is None else cpu <= 10)])
+        if both:
+            slow = []
+            for kind in CHURN_KINDS:
+                p99 = m("ours", scenario, path("churn", "latency", kind,
+                                               "p99_ms"))
+                p50 = m("upstream", scenario, path("churn", "latency", kind,
+                                                   "p50_ms"))
+                if p99 is not None and p50 is not None and p99 >= p50:
+                    slow.append("%s %s >= %s" % (kind, fmt(p99), fmt(p50)))
+            rows.append(["%s: every p99 below upstream's p50" % title,
+                         "; ".join(slow) or "all below",
+                         _check(not slow)])
+        worst = 0
+        for r in runs_of(doc, "ours", scenario):
+            audit = r.get("audit") or {}
+            worst = max(worst, sum(audit.get(k) or 0 for k in (
+                "overcommitted", "usage_mismatches", "claims_missing",
+                "phantom_allocations", "unreadable"))
+                + sum(1 for c in audit.get("candidate_checks") or []
+                      if not c.get("ok")))
+        rows.append(["%s: audit clean (no overcommit, usages = allocations, "
+                     "every 2xx claim present, candidates = what fits)"
+                     % title, "%d findings (worst round)" % worst,
+                     _check(worst == 0)])
     return rows
 
 

@@ -14,6 +14,7 @@ import os
 import time
 from typing import Any
 
+from benchmarks import churn
 from benchmarks import report
 from benchmarks import sharedbench
 from benchmarks import venvs
@@ -28,7 +29,8 @@ QUICK = {"providers": 200, "trees": 100, "large_providers": 1000,
          "write_providers": 10, "reshape_consumers": 200,
          "allocation_samples": 20, "reshape_samples": 4, "wide_hosts": 20,
          "wide_hosts_unlimited": 5,
-         "latency_samples": 10, "requests": 100, "throughput_time_limit": 30}
+         "latency_samples": 10, "requests": 100, "throughput_time_limit": 30,
+         "hosts": 100, "churn_seconds": 20}
 
 T0 = time.monotonic()
 
@@ -80,6 +82,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "answer grows by 3,360 candidates per host (default 20)")
     g.add_argument("--wide-timeout", type=float, default=300,
                    help="wide: query timeout in seconds (default 300)")
+    g.add_argument("--hosts", type=int, default=500,
+                   help="churn: compute hosts of the cloud (default 500)")
+    g.add_argument("--churn-seconds", type=float, default=60,
+                   help="churn: how long the schedulers run (default 60)")
+    g.add_argument("--churn-schedulers", type=int, default=8,
+                   help="churn: concurrent schedulers (default 8)")
+    g.add_argument("--churn-fill", type=float, default=0.6,
+                   help="churn: share of the memory used by instances "
+                   "placed before the clock starts (default 0.6)")
+    g.add_argument("--heartbeat-interval", type=float, default=60,
+                   help="churn: seconds between two heartbeats of a host "
+                   "(default 60)")
+    g.add_argument("--churn-seed", type=int, default=1,
+                   help="churn: seed of the cloud and of the schedulers")
     g.add_argument("--wide-limit-only", dest="wide_no_limit",
                    action="store_false",
                    help="wide: skip the variant without limit")
@@ -99,8 +115,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
         args = parser.parse_args(argv)
     args.scenarios = [s.strip() for s in args.scenario.split(",") if s.strip()]
     for name in args.scenarios:
-        if name not in workloads.SCENARIOS:
-            parser.error("unknown scenario %r (choose from %s)"
+        if name not in workloads.SCENARIOS and not churn.is_churn(name):
+            parser.error("unknown scenario %r (choose from %s, or churn-N "
+                         "for another limit)"
                          % (name, ", ".join(workloads.SCENARIOS)))
     args.server_env = config.parse_env(args.server_env)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -141,7 +158,9 @@ def options_record(args: argparse.Namespace) -> dict[str, Any]:
     for key in ("rounds", "large_providers", "reshape_consumers",
                 "reshape_batch", "allocation_samples", "reshape_samples",
                 "wide_hosts", "wide_hosts_unlimited", "wide_timeout",
-                "wide_no_limit", "quick"):
+                "wide_no_limit", "hosts", "churn_seconds",
+                "churn_schedulers", "churn_fill", "heartbeat_interval",
+                "churn_seed", "quick"):
         record[key] = getattr(args, key)
     return record
 
@@ -149,6 +168,7 @@ def options_record(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     args = parse(argv)
     workloads.register()
+    churn.register(args.scenarios)
     sides = choose_sides(args)
     doc: dict[str, Any] = {
         "machine": config.machine(), "options": options_record(args),

@@ -39,7 +39,8 @@ from benchlib import server as kit_server  # noqa: E402
 from benchlib import workload  # noqa: E402
 
 KIT_SCENARIOS = ("flat", "nested", "write")
-SCENARIOS = ("flat", "nested", "write", "flat-large", "reshape", "wide")
+SCENARIOS = ("flat", "nested", "write", "flat-large", "reshape", "wide",
+             "churn-50", "churn-1000")
 
 Result = dict[str, Any]
 Log = Callable[[str], None]
