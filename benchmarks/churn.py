@@ -17,13 +17,14 @@ The cloud (``--hosts``, 500):
   ``HW_CPU_X86_AVX2`` on about two thirds of the roots.
 
 Before the clock starts, instances are placed on it (``--churn-fill`` of the
-memory) with ``POST /allocations``.  Then for ``--churn-seconds`` (60):
+memory) with ``POST /allocations``.  Then for ``--churn-seconds`` (60) per
+limit of ``--churn-limits`` (50 and 1000, one after the other on the same
+cloud):
 
 * ``--churn-schedulers`` (8) schedulers loop: ask
   ``GET /allocation_candidates`` for a flavor of the mix (a third of the
   requests pinned to a zone, some requiring AVX2, one flavor asking for a
-  VGPU in a numbered group) with ``limit`` (the scenario's number:
-  ``churn-50``, ``churn-1000``), weigh the hosts of the candidates by free
+  VGPU in a numbered group) with the phase's ``limit``, weigh the hosts of the candidates by free
   memory (from the provider summaries, as Nova's RAM weigher does), claim
   the best with ``PUT /allocations`` and ``consumer_generation: null``, and
   on 409 try the next host (three per answer, then ask again);
@@ -848,13 +849,16 @@ class Churn:
 # Scenario entry point
 # --------------------------------------------------------------------------
 
-def limit_of(scenario: str) -> int:
-    return int(scenario.split("-", 1)[1])
+def limits_of(scenario: str, default: list[int]) -> list[int]:
+    """``churn`` runs every limit of ``--churn-limits`` on one cloud, one
+    after the other; ``churn-N`` only limit N."""
+    head, _, tail = scenario.partition("-")
+    return [int(tail)] if tail else list(default)
 
 
 def is_churn(scenario: str) -> bool:
     head, _, tail = scenario.partition("-")
-    return head == "churn" and tail.isdigit() and int(tail) > 0
+    return head == "churn" and (not tail or tail.isdigit() and int(tail) > 0)
 
 
 def latency_figures(samples: dict[str, list[float]]) -> Result:
@@ -864,16 +868,21 @@ def latency_figures(samples: dict[str, list[float]]) -> Result:
             for kind, v in sorted(samples.items()) if v}
 
 
-def run_churn(ctx: kit.Context) -> Result:
+_AUDIT_SAMPLES = {"overcommitted": "overcommit_samples",
+                  "usage_mismatches": "usage_mismatch_samples",
+                  "claims_missing": "missing_samples",
+                  "phantom_allocations": "phantom_samples",
+                  "unreadable": None}
+
+
+def run_phase(ctx: kit.Context, churn: Churn, limit: int) -> Result:
+    """One limit: the clock, the figures, the audit."""
     cfg = ctx.cfg
-    limit = limit_of(ctx.name)
-    churn = Churn(ctx, limit)
-    out: Result = {"hosts": cfg.hosts, "limit": limit, "seed": cfg.churn_seed,
-                   "schedulers": cfg.churn_schedulers,
-                   "idle_memory": ctx.server.memory()}
-    out["load"] = churn.load()
+    churn.limit = limit
     churn.latency.clear()
     churn.status.clear()
+    churn.errors.clear()
+    churn.counts = dict.fromkeys(churn.counts, 0)
     ctx.log("  churn: %d schedulers, limit=%d, %ss" % (
         cfg.churn_schedulers, limit, cfg.churn_seconds))
     before = ctx.cpu()
@@ -884,7 +893,7 @@ def run_churn(ctx: kit.Context) -> Result:
     figures: Result = {"seconds": round(elapsed, 2),
                        "loadavg_before": round(load_before[0], 2),
                        "loadavg_after": round(os.getloadavg()[0], 2)}
-    figures.update(ctx.cpu_delta(before, "churn"))
+    figures.update(ctx.cpu_delta(before, "churn limit=%d" % limit))
     counts = churn.counts
     scheduled = counts["boots"] + counts["migrations"]
     requests = sum(len(v) for v in churn.latency.values())
@@ -897,39 +906,50 @@ def run_churn(ctx: kit.Context) -> Result:
                    errors=len(churn.errors), error_samples=churn.errors[:5])
     kit.add_cpu_per_request(figures, scheduled, unit="scheduled")
     kit.add_cpu_per_request(figures, requests)
-    out["churn"] = figures
     ctx.log("  churn: %d scheduled (%d boots, %d migrations) in %.0fs = %s/s;"
             " server %s ms CPU per scheduled instance, %s per request; "
-            "%d x 409 on claims" % (
+            "%d x 409 on claims; load average %s -> %s" % (
                 scheduled, counts["boots"], counts["migrations"], elapsed,
                 figures["scheduled_per_s"],
                 figures.get("server_cpu_ms_per_scheduled"),
-                figures.get("server_cpu_ms_per_req"), counts["claim_409"]))
+                figures.get("server_cpu_ms_per_req"), counts["claim_409"],
+                figures["loadavg_before"], figures["loadavg_after"]))
     for kind, f in figures["latency"].items():
         ctx.log("    %-34s %6d  p50 %7s ms  p99 %7s ms"
                 % (kind, f["count"], f["p50_ms"], f["p99_ms"]))
     if churn.errors:
-        ctx.problem("%d request errors, e.g. %s" % (len(churn.errors),
-                                                    churn.errors[:2]))
+        ctx.problem("limit=%d: %d request errors, e.g. %s" % (
+            limit, len(churn.errors), churn.errors[:2]))
     ctx.log("  churn: audit")
     audit = asyncio.run(churn.audit())
-    out["audit"] = audit
-    for key in ("overcommitted", "usage_mismatches", "claims_missing",
-                "phantom_allocations", "unreadable"):
+    for key, samples in _AUDIT_SAMPLES.items():
         if audit[key]:
-            ctx.problem("audit: %d %s, e.g. %s" % (
-                audit[key], key.replace("_", " "),
-                audit.get(key.split("_")[0] + "_samples", "")))
+            ctx.problem("limit=%d audit: %d %s, e.g. %s" % (
+                limit, audit[key], key.replace("_", " "),
+                audit.get(samples) if samples else ""))
     for check in audit["candidate_checks"]:
         if not check.get("ok"):
-            ctx.problem("audit: final candidates differ from what fits: %s"
-                        % json.dumps(check)[:600])
+            ctx.problem("limit=%d audit: final candidates differ from what "
+                        "fits: %s" % (limit, json.dumps(check)[:600]))
     ctx.log("  churn audit: %d overcommitted, %d usage mismatches, %d claims "
             "missing, %d phantom; final candidate checks %s" % (
                 audit["overcommitted"], audit["usage_mismatches"],
                 audit["claims_missing"], audit["phantom_allocations"],
                 ", ".join("%s/%s" % (c.get("candidates"), c.get("expected"))
                           for c in audit["candidate_checks"])))
+    return {"limit": limit, "churn": figures, "audit": audit}
+
+
+def run_churn(ctx: kit.Context) -> Result:
+    """Load and fill the cloud once, then one phase per limit."""
+    cfg = ctx.cfg
+    limits = limits_of(ctx.name, cfg.churn_limits)
+    churn = Churn(ctx, limits[0])
+    out: Result = {"hosts": cfg.hosts, "limits": limits,
+                   "seed": cfg.churn_seed, "schedulers": cfg.churn_schedulers,
+                   "idle_memory": ctx.server.memory()}
+    out["load"] = churn.load()
+    out["phases"] = [run_phase(ctx, churn, limit) for limit in limits]
     return out
 
 

@@ -77,60 +77,85 @@ CHURN_KINDS = ("GET /allocation_candidates", "PUT /allocations",
                "GET inventories", "PUT inventories")
 
 
-def churn_scenarios(doc: Result) -> list[str]:
-    """The churn-N scenarios a results file holds, by limit."""
-    names = {s for per in (doc.get("runs") or {}).values() for s in per
-             if s.startswith("churn-") and s[6:].isdigit()}
-    return sorted(names, key=lambda s: int(s[6:]))
+def churn_phases(doc: Result) -> list[tuple[str, int]]:
+    """(scenario, limit) of every churn phase a results file holds."""
+    found: set[tuple[str, int]] = set()
+    for per in (doc.get("runs") or {}).values():
+        for scenario, runs in per.items():
+            if scenario == "churn" or scenario.startswith("churn-"):
+                for r in runs:
+                    found.update((scenario, p["limit"])
+                                 for p in r.get("phases") or [])
+    return sorted(found, key=lambda sl: (sl[1], sl[0]))
 
 
-def churn_title(options: Result, scenario: str) -> str:
-    return "7 churn %s hosts, limit=%s" % (_count(options.get("hosts")),
-                                           scenario[6:])
+def phase(limit: int, *keys: str) -> Getter:
+    """A figure of the churn phase with this limit."""
+    def get(r: Result) -> Any:
+        for p in r.get("phases") or []:
+            if p.get("limit") == limit:
+                return dig(p, *keys)
+        return None
+    return get
+
+
+def candidates_ok(limit: int) -> Getter:
+    def get(r: Result) -> Optional[bool]:
+        checks = phase(limit, "audit", "candidate_checks")(r)
+        return None if checks is None else all(c.get("ok") for c in checks)
+    return get
+
+
+def churn_title(options: Result, limit: int) -> str:
+    return "7 churn %s hosts, limit=%d" % (_count(options.get("hosts")), limit)
 
 
 def churn_rows(doc: Result) -> list[tuple]:
     options = doc.get("options", {})
     rows: list[tuple] = []
-    for scenario in churn_scenarios(doc):
-        title = churn_title(options, scenario)
+    for scenario, limit in churn_phases(doc):
+        title = churn_title(options, limit)
+
+        def f(*keys: str, limit: int = limit) -> Getter:
+            return phase(limit, "churn", *keys)
         rows += [
-            (title, "scheduled instances/s", scenario,
-             path("churn", "scheduled_per_s"), HIGHER),
-            (title, "server CPU ms/scheduled", scenario,
-             path("churn", "server_cpu_ms_per_scheduled"), LOWER),
-            (title, "db CPU ms/scheduled", scenario,
-             path("churn", "db_cpu_ms_per_scheduled"), LOWER),
-            (title, "server CPU ms/req", scenario,
-             path("churn", "server_cpu_ms_per_req"), LOWER),
-            (title, "requests/s", scenario, path("churn", "requests_per_s"),
+            (title, "scheduled instances/s", scenario, f("scheduled_per_s"),
              HIGHER),
-            (title, "boots / migrations", scenario,
-             lambda r: "%s / %s" % (dig(r, "churn", "boots"),
-                                    dig(r, "churn", "migrations"))
-             if dig(r, "churn") else None, INFO),
-            (title, "claim 409s", scenario, path("churn", "claim_409"), INFO),
+            (title, "server CPU ms/scheduled", scenario,
+             f("server_cpu_ms_per_scheduled"), LOWER),
+            (title, "db CPU ms/scheduled", scenario,
+             f("db_cpu_ms_per_scheduled"), LOWER),
+            (title, "server CPU ms/req", scenario, f("server_cpu_ms_per_req"),
+             LOWER),
+            (title, "requests/s", scenario, f("requests_per_s"), HIGHER),
+            (title, "boots", scenario, f("boots"), INFO),
+            (title, "migrations", scenario, f("migrations"), INFO),
+            (title, "claim 409s", scenario, f("claim_409"), INFO),
+            (title, "load average before / after", scenario,
+             lambda r, f=f: "%s / %s" % (f("loadavg_before")(r),
+                                         f("loadavg_after")(r))
+             if f("loadavg_before")(r) is not None else None, INFO),
         ]
         for kind in CHURN_KINDS:
             for q in ("p50_ms", "p99_ms"):
                 rows.append((title, "%s %s" % (kind, q[:3]), scenario,
-                             path("churn", "latency", kind, q), LOWER))
+                             f("latency", kind, q), LOWER))
         rows += [
             (title, "audit: overcommitted", scenario,
-             path("audit", "overcommitted"), LOWER),
+             phase(limit, "audit", "overcommitted"), LOWER),
             (title, "audit: usage mismatches", scenario,
-             path("audit", "usage_mismatches"), LOWER),
+             phase(limit, "audit", "usage_mismatches"), LOWER),
             (title, "audit: 2xx claims missing", scenario,
-             path("audit", "claims_missing"), LOWER),
+             phase(limit, "audit", "claims_missing"), LOWER),
             (title, "audit: phantom allocations", scenario,
-             path("audit", "phantom_allocations"), LOWER),
+             phase(limit, "audit", "phantom_allocations"), LOWER),
             (title, "audit: final candidate sets = what fits", scenario,
-             lambda r: all(c.get("ok") for c in
-                           dig(r, "audit", "candidate_checks") or [{}])
-             if dig(r, "audit") else None, EQUAL),
-            (title, "worker peak RSS MB", scenario,
-             peak("memory", "workers_peak_rss_mb"), LOWER),
+             candidates_ok(limit), EQUAL),
         ]
+    for scenario in sorted({s for s, _ in churn_phases(doc)}):
+        rows.append(("7 churn %s hosts" % _count(options.get("hosts")),
+                     "worker peak RSS MB", scenario,
+                     peak("memory", "workers_peak_rss_mb"), LOWER))
     return rows
 
 
@@ -264,18 +289,19 @@ def figure_rows(doc: Result) -> list[list[str]]:
 
 
 def summary_specs(options: Result,
-                  churn: Optional[list[str]] = None) -> list[tuple]:
+                  churn: Optional[list[tuple[str, int]]] = None
+                  ) -> list[tuple]:
     """(workload, scenario, latency, rate, server CPU, worker peak) getters
     of the at-a-glance table; None where a figure does not apply."""
     large = _count(options.get("large_providers"))
     mem = peak("memory", "workers_peak_rss_mb")
     churned = [("%s (median: candidates p50; rate: scheduled/s; CPU: per "
-                "scheduled)" % churn_title(options, scenario), scenario,
-                path("churn", "latency", "GET /allocation_candidates",
-                     "p50_ms"),
-                path("churn", "scheduled_per_s"),
-                path("churn", "server_cpu_ms_per_scheduled"), mem)
-               for scenario in churn or []]
+                "scheduled)" % churn_title(options, limit), scenario,
+                phase(limit, "churn", "latency", "GET /allocation_candidates",
+                      "p50_ms"),
+                phase(limit, "churn", "scheduled_per_s"),
+                phase(limit, "churn", "server_cpu_ms_per_scheduled"), mem)
+               for scenario, limit in churn or []]
 
     def read(title: str, scenario: str, *prefix: str) -> tuple:
         return (title, scenario, path(*prefix, "latency", "median_ms"),
@@ -324,7 +350,7 @@ def summary_rows(doc: Result) -> list[list[str]]:
     sides = labels(doc)
     both = sides == ["upstream", "ours"]
     rows = []
-    for spec in summary_specs(doc.get("options", {}), churn_scenarios(doc)):
+    for spec in summary_specs(doc.get("options", {}), churn_phases(doc)):
         title, scenario, getters = spec[0], spec[1], spec[2:]
         if not any(runs_of(doc, s, scenario) for s in sides):
             continue
@@ -437,7 +463,8 @@ def target_rows(doc: Result) -> list[list[str]]:
                           ("nested", workers_peak), ("write", workers_peak),
                           ("wide", peak("limited", "worker_peak_rss_mb")),
                           ("reshape", workers_peak)] + [
-            (c, workers_peak) for c in churn_scenarios(doc)]:
+            (c, workers_peak) for c in sorted({s for s, _ in
+                                               churn_phases(doc)})]:
         if has(scenario) and has(scenario, "upstream"):
             a, b = m("upstream", scenario, get), m("ours", scenario, get)
             if a is not None and b is not None:
@@ -451,29 +478,29 @@ def churn_targets(doc: Result, m: Callable[[str, str, Getter], Any],
                   has: Callable[..., bool]) -> list[list[str]]:
     rows: list[list[str]] = []
     options = doc.get("options", {})
-    for scenario in churn_scenarios(doc):
+    for scenario, limit in churn_phases(doc):
         if not has(scenario):
             continue
-        title = churn_title(options, scenario)
+        title = churn_title(options, limit)
         both = has(scenario, "upstream")
+
+        def f(*keys: str, limit: int = limit) -> Getter:
+            return phase(limit, "churn", *keys)
         if both:
-            g = gain(m("upstream", scenario, path("churn", "scheduled_per_s")),
-                     m("ours", scenario, path("churn", "scheduled_per_s")),
-                     HIGHER)
+            g = gain(m("upstream", scenario, f("scheduled_per_s")),
+                     m("ours", scenario, f("scheduled_per_s")), HIGHER)
             rows.append(["%s: >= 12x scheduled instances/s" % title,
                          "%sx" % fmt(g) if g is not None else "-",
                          _check(None if g is None else g >= 12)])
-        cpu = m("ours", scenario, path("churn", "server_cpu_ms_per_scheduled"))
+        cpu = m("ours", scenario, f("server_cpu_ms_per_scheduled"))
         rows.append(["%s: server CPU <= 10 ms per scheduled instance" % title,
                      "%s ms" % fmt(cpu),
                      _check(None if cpu is None else cpu <= 10)])
         if both:
             slow = []
             for kind in CHURN_KINDS:
-                p99 = m("ours", scenario, path("churn", "latency", kind,
-                                               "p99_ms"))
-                p50 = m("upstream", scenario, path("churn", "latency", kind,
-                                                   "p50_ms"))
+                p99 = m("ours", scenario, f("latency", kind, "p99_ms"))
+                p50 = m("upstream", scenario, f("latency", kind, "p50_ms"))
                 if p99 is not None and p50 is not None and p99 >= p50:
                     slow.append("%s %s >= %s" % (kind, fmt(p99), fmt(p50)))
             rows.append(["%s: every p99 below upstream's p50" % title,
@@ -481,7 +508,7 @@ def churn_targets(doc: Result, m: Callable[[str, str, Getter], Any],
                          _check(not slow)])
         worst = 0
         for r in runs_of(doc, "ours", scenario):
-            audit = r.get("audit") or {}
+            audit = phase(limit, "audit")(r) or {}
             worst = max(worst, sum(audit.get(k) or 0 for k in (
                 "overcommitted", "usage_mismatches", "claims_missing",
                 "phantom_allocations", "unreadable"))

@@ -85,7 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--hosts", type=int, default=500,
                    help="churn: compute hosts of the cloud (default 500)")
     g.add_argument("--churn-seconds", type=float, default=60,
-                   help="churn: how long the schedulers run (default 60)")
+                   help="churn: how long the schedulers run per limit "
+                   "(default 60)")
+    g.add_argument("--churn-limits", default="50,1000",
+                   type=lambda text: [int(x) for x in text.split(",")],
+                   help="churn: the limit of each phase, one after the other "
+                   "on the same cloud (default 50,1000)")
     g.add_argument("--churn-schedulers", type=int, default=8,
                    help="churn: concurrent schedulers (default 8)")
     g.add_argument("--churn-fill", type=float, default=0.6,
@@ -117,7 +122,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     for name in args.scenarios:
         if name not in workloads.SCENARIOS and not churn.is_churn(name):
             parser.error("unknown scenario %r (choose from %s, or churn-N "
-                         "for another limit)"
+                         "for one phase of limit N)"
                          % (name, ", ".join(workloads.SCENARIOS)))
     args.server_env = config.parse_env(args.server_env)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -158,7 +163,7 @@ def options_record(args: argparse.Namespace) -> dict[str, Any]:
     for key in ("rounds", "large_providers", "reshape_consumers",
                 "reshape_batch", "allocation_samples", "reshape_samples",
                 "wide_hosts", "wide_hosts_unlimited", "wide_timeout",
-                "wide_no_limit", "hosts", "churn_seconds",
+                "wide_no_limit", "hosts", "churn_seconds", "churn_limits",
                 "churn_schedulers", "churn_fill", "heartbeat_interval",
                 "churn_seed", "quick"):
         record[key] = getattr(args, key)

@@ -40,7 +40,7 @@ from benchlib import workload  # noqa: E402
 
 KIT_SCENARIOS = ("flat", "nested", "write")
 SCENARIOS = ("flat", "nested", "write", "flat-large", "reshape", "wide",
-             "churn-50", "churn-1000")
+             "churn")
 
 Result = dict[str, Any]
 Log = Callable[[str], None]
