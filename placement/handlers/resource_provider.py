@@ -1,7 +1,8 @@
 """Handlers for ``/resource_providers`` and ``/resource_providers/{uuid}``.
 
 Each handler: authorize, parse, call ``objects.resource_provider``, map its
-exceptions to API errors, render with :func:`render_provider`.
+exceptions to API errors, render with
+:func:`placement.rendering.resource_providers.render_provider`.
 """
 
 from __future__ import annotations
@@ -11,105 +12,16 @@ from typing import Any
 
 import webob
 
-from placement import errors, exceptions, memo, policies, querystring, responses
+from placement import errors, exceptions, policies, querystring, responses
 from placement.objects import provider_filter
 from placement.objects import resource_provider as rp_obj
+from placement.rendering.resource_providers import listed_body, render_provider
 from placement.request import PlacementRequest
 from placement.routes import provider_url
 from placement.schemas import resource_provider as schemas
 
-# The links a provider shows, by the microversion that added each.
-_LINKS: tuple[tuple[tuple[int, int], str], ...] = (
-    ((1, 0), "inventories"),
-    ((1, 0), "usages"),
-    ((1, 1), "aggregates"),
-    ((1, 6), "traits"),
-    ((1, 11), "allocations"),
-)
-NESTED_SINCE = (1, 14)
 CREATE_RETURNS_BODY_SINCE = (1, 20)
 REPARENTING_SINCE = (1, 37)
-
-
-def render_provider(provider: rp_obj.ResourceProvider, version: tuple[int, int],
-                    script_name: str = "") -> dict[str, Any]:
-    """A provider as the API shows it at ``version``."""
-    url = script_name + provider_url(provider.uuid)
-    links = [{"rel": "self", "href": url}]
-    links += [{"rel": rel, "href": "%s/%s" % (url, rel)}
-              for since, rel in _LINKS if version >= since]
-    data: dict[str, Any] = {
-        "uuid": provider.uuid,
-        "name": provider.name,
-        "generation": provider.generation,
-        "links": links,
-    }
-    if version >= NESTED_SINCE:
-        data["parent_provider_uuid"] = provider.parent_uuid
-        data["root_provider_uuid"] = provider.root_uuid
-    return data
-
-
-# Stand-ins for a provider's fields in the serialised template of
-# :func:`_provider_texts`: characters that URL quoting and JSON leave alone, in
-# words no provider's uuid or URL prefix holds.
-_MARKS = {field: "MARK-%s-f0e1d2c3" % field
-          for field in ("uuid", "name", "generation", "parent", "root")}
-
-
-def _provider_texts(providers: list[rp_obj.ResourceProvider],
-                    version: tuple[int, int], script_name: str) -> list[str]:
-    """The JSON text of each provider of a list, byte for byte what
-    json.dumps would write for the rendered provider.
-
-    Lists run to thousands of providers, each with up to six links; one
-    provider serialised with stand-in fields becomes a format string, so
-    each provider costs one ``str.format`` instead of building and dumping
-    a dict of lists of dicts.
-    """
-    if "MARK-" in script_name:
-        # The stand-ins would be ambiguous; such mount points are theory.
-        return [responses.dumps(render_provider(p, version, script_name)).decode()
-                for p in providers]
-    sample = rp_obj.ResourceProvider(
-        id=0, uuid=_MARKS["uuid"], name=_MARKS["name"], generation=0,
-        parent_uuid=_MARKS["parent"], root_uuid=_MARKS["root"], parent_id=None,
-        root_id=0, created_at=None, updated_at=None)
-    rendered = render_provider(sample, version, script_name)
-    rendered["generation"] = _MARKS["generation"]
-    template = responses.dumps(rendered).decode().replace(
-        "{", "{{").replace("}", "}}")
-    for field, mark in _MARKS.items():
-        # Whole string values take JSON (quotes, null); a uuid inside an
-        # href is spliced into the string.
-        template = template.replace('"%s"' % mark, "{%s}" % field)
-        template = template.replace(mark, "{%s_text}" % field)
-    dumps = responses.dumps
-    return [template.format(
-        uuid='"%s"' % p.uuid, uuid_text=p.uuid, name=dumps(p.name).decode(),
-        generation=p.generation,
-        parent=dumps(p.parent_uuid).decode(),
-        root='"%s"' % p.root_uuid) for p in providers]
-
-
-def _listed_body(listed: list[provider_filter.ListedProvider],
-                 version: tuple[int, int], script_name: str) -> list[bytes]:
-    """The JSON of a provider list, in parts, each provider's text taken
-    from its memo when an earlier list at this microversion and mount
-    point wrote it: the list keeps providers that have not changed (see
-    objects.provider_filter and placement.memo)."""
-    key = ("provider list", version, script_name)
-    texts: list[bytes | None] = [memo.recall(known, key) for known in listed]
-    missing = [i for i, text in enumerate(texts) if text is None]
-    if missing:
-        # The texts not kept, written together (one template for all).
-        fresh = _provider_texts([listed[i].provider for i in missing], version,
-                                script_name)
-        for i, text in zip(missing, fresh, strict=True):
-            encoded = texts[i] = text.encode()
-            memo.keep(listed[i], key, encoded)
-    return [b'{"resource_providers": [', b", ".join(texts),  # type: ignore[arg-type]
-            b"]}"]
 
 
 def _modified(provider: rp_obj.ResourceProvider) -> Any:
@@ -151,7 +63,7 @@ def list_providers(req: PlacementRequest) -> webob.Response:
         raise errors.BadRequest(
             'Invalid trait(s) in "required" parameter: %s' % exc) from None
     return responses.json(
-        req, None, body=_listed_body(listed, req.version, req.script_name),
+        req, None, body=listed_body(listed, req.version, req.script_name, req.ctx.kept.texts),
         last_modified=responses.newest([known.modified for known in listed]))
 
 

@@ -29,10 +29,14 @@ candidate list
     (:mod:`placement.objects.candidates.reuse`).
 listed provider
     what ``GET /resource_providers`` read of one provider.
-memo
-    one ``(key, value)`` pair on a kept object: the last thing a response
-    derived from it, e.g. its JSON text at one microversion
-    (:mod:`placement.memo`).
+key
+    an int naming one kept object (a tree, a candidate list, a listed
+    provider, an inventory dict), handed out once per process
+    (:func:`placement.kept.keys.new_key`).
+text
+    what a response wrote for a kept object, kept under the object's key
+    and its *shape* (what else the text depends on: the microversion's
+    features, the mount point) in :class:`Texts`.
 
 Why using what is kept is safe
 ------------------------------
@@ -65,12 +69,17 @@ Why using what is kept is safe
    (a rename, before microversion 1.7) everything naming classes is
    dropped, and a search that read the names before such a rename does not
    store what it built.
-6. *Nothing kept is changed.*  Kept objects are replaced, never mutated
-   (memo pairs are replaced in one assignment), so requests in threads may
-   share them.  Bounds (:mod:`.store`) start a store again from empty
-   rather than evict piecemeal.
+6. *Nothing kept is changed.*  Kept objects are replaced, never mutated,
+   so requests in threads may share them; the stores holding them are
+   changed by single assignments.  Bounds (:mod:`.store`) start a store
+   again from empty rather than evict piecemeal.
+7. *Texts follow their object.*  A text is kept under the key of the
+   object it was written from, and keys are never reused (unlike
+   ``id()``): a replaced tree or list has a new key, so its old text is
+   never found for it.  Texts of replaced objects are dropped with them
+   (trees) or when texts are held for many more objects than are kept.
 """
 
-from placement.kept.store import NOTHING, Entry, Kept, QueryCandidates, of
+from placement.kept.store import NOTHING, Entry, Kept, QueryCandidates, Texts, of
 
-__all__ = ["NOTHING", "Entry", "Kept", "QueryCandidates", "of"]
+__all__ = ["NOTHING", "Entry", "Kept", "QueryCandidates", "Texts", "of"]

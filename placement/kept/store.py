@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Hashable, NamedTuple
 
 import sqlalchemy as sa
 
+from placement.kept.keys import new_key
+
 if TYPE_CHECKING:
     from placement.objects.candidates.trees import Inventory, TraitSet, Tree
 
@@ -31,16 +33,49 @@ TEXTS_PER_BUCKET = 4
 MAX_QUERIES = 256
 # Distinct aggregate sets kept.
 MAX_AGGREGATE_SETS = 10_000
+# Objects whose texts are kept beyond the objects kept (texts of trees,
+# lists and providers since replaced): past it the texts start again.
+SPARE_TEXTS = 4096
 
 
 class Entry(NamedTuple):
     """A provider's inventories (with nothing used) and traits, as they
-    were at ``generation``."""
+    were at ``generation``; ``inventory_key`` names the inventory dict,
+    which like providers share (:meth:`Kept.entry`)."""
 
     generation: int
     uuid: str
     inventories: dict[str, Inventory]
     traits: TraitSet
+    inventory_key: int
+
+
+class Texts:
+    """What responses wrote for kept objects: per object key (see
+    :func:`placement.kept.keys.new_key`), per *shape* (what
+    else the text depends on: the microversion's features, a mount point),
+    one value that is never changed once put."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[int, dict[Hashable, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def get(self, key: int, shape: Hashable) -> Any:
+        """What was put for ``key`` and ``shape``, else None."""
+        shapes = self._by_key.get(key)
+        return None if shapes is None else shapes.get(shape)
+
+    def put(self, key: int, shape: Hashable, value: Any) -> None:
+        shapes = self._by_key.get(key)
+        # Replaced in one assignment: another thread's get sees the old
+        # shapes or the new ones.
+        self._by_key[key] = {shape: value} if shapes is None else {**shapes, shape: value}
+
+    def forget(self, key: int) -> None:
+        """Drop the texts of an object no longer kept."""
+        self._by_key.pop(key, None)
 
 
 class Kept:
@@ -63,6 +98,7 @@ class Kept:
         # Providers in the trees holding each set of classes, at the last
         # search for them (see reads_everyone).
         self._reach: dict[frozenset[str], int] = {}
+        self._texts = Texts()
 
     def get(self, provider_id: int, generation: int, uuid: str) -> Entry | None:
         entry = self.entries.get(provider_id)
@@ -80,6 +116,8 @@ class Kept:
         before = self.trees.get(tree.root_id)
         self._tree_providers += len(tree.providers) - (
             len(before.providers) if before is not None else 0)
+        if before is not None:
+            self._texts.forget(before.key)
         if self._tree_providers > MAX_ENTRIES:
             self._drop_trees()
             self._tree_providers = len(tree.providers)
@@ -104,11 +142,22 @@ class Kept:
         self.trees, self._buckets = {}, {}
         self._tree_providers = 0
         self.candidates.clear()
+        self._texts = Texts()
 
     @property
     def aggregate_uuids(self) -> dict[int, str]:
         """Aggregate uuids by id (they never change), to read and add to."""
         return self._aggregate_uuids
+
+    @property
+    def texts(self) -> Texts:
+        """The texts responses wrote for kept objects, to read and add to;
+        started again when they are held for many more objects than are
+        kept (replaced candidate lists and providers leave theirs behind)."""
+        if len(self._texts) > SPARE_TEXTS + 2 * (
+                len(self.trees) + self.candidates.lists + len(self._listed)):
+            self._texts = Texts()
+        return self._texts
 
     @property
     def listed(self) -> dict[int, Any]:
@@ -122,14 +171,20 @@ class Kept:
               inventories: dict[str, Inventory], traits: TraitSet) -> Entry:
         """An entry whose inventories and traits are the very objects of
         earlier entries with equal ones: a fleet of like hosts then holds
-        one copy, and the search decides once for all of them whether they
-        fit (see :mod:`.choices`).  Trait sets are shared under the order
-        they list their names in, so a shared one never lists them in
-        another order than the provider's own."""
+        one copy, and the search decides once per inventory key and trait
+        set for all of them whether they fit (see :mod:`.choices`).  Trait
+        sets are shared under the order they list their names in, so a
+        shared one never lists them in another order than the provider's
+        own."""
         shared = self._shared
-        inventories = shared.setdefault(tuple(inventories.items()), inventories)
-        return Entry(generation, uuid, inventories,
-                     shared.setdefault(("traits", traits.listed), traits))
+        content = tuple(inventories.items())
+        interned = shared.get(content)
+        if interned is None:
+            interned = shared.setdefault(content, (inventories, new_key()))
+        shared_inventories, inventory_key = interned
+        return Entry(generation, uuid, shared_inventories,
+                     shared.setdefault(("traits", traits.listed), traits),
+                     inventory_key)
 
     def aggregate_set(self, ids: tuple[int, ...], uuids: list[str]
                       ) -> frozenset[str]:
@@ -180,6 +235,9 @@ class QueryCandidates:
         self._by_query: collections.OrderedDict[Hashable, dict[int, Any]] = (
             collections.OrderedDict())
         self._lock = threading.Lock()
+        # Lists kept, at the last call of ``of`` (before what the search
+        # then adds).
+        self.lists = 0
 
     def of(self, query: Hashable) -> dict[int, Any]:
         """The lists kept for ``query`` (to read and add to).  Forgets the
@@ -199,12 +257,15 @@ class QueryCandidates:
                 _query, lists = self._by_query.popitem(last=False)
                 total -= len(lists)
             if total > MAX_CANDIDATE_LISTS:
+                total -= len(kept)
                 kept.clear()
+            self.lists = total
             return kept
 
     def clear(self) -> None:
         with self._lock:
             self._by_query = collections.OrderedDict()
+            self.lists = 0
 
 
 class _Nothing(Kept):
@@ -229,9 +290,13 @@ class _Nothing(Kept):
     def listed(self) -> dict[int, Any]:
         return {}
 
+    @property
+    def texts(self) -> Texts:
+        return _NoTexts()
+
     def entry(self, generation: int, uuid: str,
               inventories: dict[str, Inventory], traits: TraitSet) -> Entry:
-        return Entry(generation, uuid, inventories, traits)
+        return Entry(generation, uuid, inventories, traits, new_key())
 
     def aggregate_set(self, ids: tuple[int, ...], uuids: list[str]
                       ) -> frozenset[str]:
@@ -244,6 +309,11 @@ class _Nothing(Kept):
         pass
 
     def check_class_names(self, class_names: dict[int, str]) -> None:
+        pass
+
+
+class _NoTexts(Texts):
+    def put(self, key: int, shape: Hashable, value: Any) -> None:
         pass
 
 

@@ -13,8 +13,9 @@ What may change without a generation bump is read afresh every time, in
 one query: each provider's name, generation, place in its tree and
 timestamps as one text, the usage of the classes asked for, and the
 memberships of the aggregates asked about.  A provider whose text is the
-one read last time is the very :class:`ListedProvider` of then, with the
-JSON the response wrote for it in its ``memo``.  ``name``, ``uuid`` and
+one read last time is the very :class:`ListedProvider` of then, with its
+``key``, under which the worker keeps the JSON a response wrote for it
+(:class:`placement.kept.Texts`).  ``name``, ``uuid`` and
 ``in_tree`` narrow that query in the database.
 
 Names are checked, and filters that match nothing end the search, in the
@@ -34,6 +35,7 @@ import sqlalchemy as sa
 
 from placement.db import tables
 from placement.kept import Entry, Kept
+from placement.kept.keys import new_key
 from placement.objects import resource_class as rc_obj
 from placement.objects import resource_provider as rp_obj
 from placement.objects import trait as trait_obj
@@ -72,16 +74,17 @@ class ProviderFilters:
 class ListedProvider:
     """A provider as the list read it: the worker keeps it while the text
     read for it stays the same.  ``entry`` holds its inventories and traits
-    once a filter needed them; ``memo``: see :mod:`placement.memo`."""
+    once a filter needed them; ``key`` names this very object (see
+    :mod:`placement.kept.keys`)."""
 
-    __slots__ = ("text", "provider", "modified", "entry", "memo")
+    __slots__ = ("text", "provider", "modified", "entry", "key")
 
     def __init__(self, text: str, provider: rp_obj.ResourceProvider) -> None:
         self.text = text
         self.provider = provider
         self.modified = provider.updated_at or provider.created_at
         self.entry: Entry | None = None
-        self.memo: tuple[Any, Any] | None = None
+        self.key = new_key()
 
 
 def _with_any_trait(trait_ids: Iterable[int]) -> sa.Select[Any]:
@@ -300,16 +303,15 @@ class _Listing:
                  usage: dict[int, list[tuple[int, int]]]) -> list[ListedProvider]:
         """The providers that take the amounts and have the traits.
 
-        Once per shared inventory dict and trait set, by identity (like
-        providers share them, see placement.kept; all stay alive while
-        the request runs); a provider with usage of a class asked for has
-        inventories of its own.
+        Once per inventory key and trait set (like providers share them,
+        see placement.kept.Kept.entry); a provider with usage of a class
+        asked for has inventories of its own.
         """
         group = self.group
         resources = group.resources
         with_traits = bool(group.required or group.forbidden)
         serving: dict[int, bool] = {}
-        suitable: dict[int, bool] = {}
+        suitable: dict[frozenset[str], bool] = {}
         fitting = []
         for known in listed:
             entry: Entry = known.entry  # type: ignore[assignment]  # filled
@@ -321,17 +323,17 @@ class _Listing:
                     serves = serves_all(
                         self.loader.with_usage(entry.inventories, used), resources)
                 else:
-                    serves = serving.get(id(entry.inventories))
+                    serves = serving.get(entry.inventory_key)
                     if serves is None:
-                        serves = serving[id(entry.inventories)] = (
+                        serves = serving[entry.inventory_key] = (
                             serves_all(entry.inventories, resources))
                 if not serves:
                     continue
             if with_traits:
                 traits = entry.traits
-                ok = suitable.get(id(traits))
+                ok = suitable.get(traits)
                 if ok is None:
-                    ok = suitable[id(traits)] = suits_traits(traits, group)
+                    ok = suitable[traits] = suits_traits(traits, group)
                 if not ok:
                     continue
             fitting.append(known)

@@ -140,3 +140,55 @@ def test_trait_sets_list_by_trait_id() -> None:
     traits = TraitSet.by_id([(9, "CUSTOM_ALPHA"), (2, "HW_CPU_X86_SSE"), (5, "CUSTOM_ZED")])
     assert traits.listed == ("HW_CPU_X86_SSE", "CUSTOM_ZED", "CUSTOM_ALPHA")
     assert traits == {"CUSTOM_ALPHA", "CUSTOM_ZED", "HW_CPU_X86_SSE"}
+
+
+def test_like_entries_share_an_inventory_key() -> None:
+    cache = provider_cache.Kept()
+    one = cache.entry(0, "uuid-1", dict(VCPU), TraitSet.by_id(()))
+    two = cache.entry(1, "uuid-2", dict(VCPU), TraitSet.by_id(()))
+    other = cache.entry(0, "uuid-3", {"VCPU": VCPU["VCPU"]._replace(total=4)},
+                        TraitSet.by_id(()))
+    assert one.inventory_key == two.inventory_key != other.inventory_key
+    # Keeping nothing shares nothing, keys included.
+    first, second = (provider_cache.NOTHING.entry(0, "uuid-1", dict(VCPU),
+                                                  TraitSet.by_id(()))
+                     for _ in range(2))
+    assert first.inventory_key != second.inventory_key
+
+
+def test_a_replaced_tree_takes_its_texts_along() -> None:
+    cache = provider_cache.Kept()
+    old, other = tree(1, 2), tree(3)
+    cache.put_tree(old)
+    cache.put_tree(other)
+    cache.texts.put(old.key, "shape", b"old text")
+    cache.texts.put(other.key, "shape", b"other text")
+    new = tree(1, 2)
+    cache.put_tree(new)
+    assert cache.texts.get(old.key, "shape") is None
+    assert cache.texts.get(new.key, "shape") is None
+    assert cache.texts.get(other.key, "shape") == b"other text"
+
+
+def test_texts_of_many_objects_no_longer_kept_start_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provider_cache, "SPARE_TEXTS", 3)
+    cache = provider_cache.Kept()
+    kept = tree(1)
+    cache.put_tree(kept)
+    cache.texts.put(kept.key, "shape", b"text")
+    for key in range(-1, -5, -1):   # texts of four lists gone since
+        cache.texts.put(key, "shape", b"gone")
+    assert cache.texts.get(kept.key, "shape") == b"text"   # 5 <= 3 + 2 * 1
+    cache.texts.put(-5, "shape", b"gone")
+    assert cache.texts.get(kept.key, "shape") is None       # 6 > 3 + 2 * 1
+
+
+def test_texts_keep_each_shape_of_an_object() -> None:
+    texts = provider_cache.Texts()
+    texts.put(1, (1, 12), b"a")
+    texts.put(1, (1, 34), b"b")
+    assert (texts.get(1, (1, 12)), texts.get(1, (1, 34)), texts.get(1, (1, 0))) == (
+        b"a", b"b", None)
+    texts.forget(1)
+    assert texts.get(1, (1, 12)) is None

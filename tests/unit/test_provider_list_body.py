@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from placement import microversion, responses
-from placement.handlers import resource_provider as handler
+from placement.kept import Texts
 from placement.objects import provider_filter
+from placement.rendering import resource_providers as rendering
 from placement.objects.resource_provider import ResourceProvider
 
 ROOT = "c6b1f3e2-0d4a-4a0e-9a51-3f7a9d2b8e10"
@@ -25,7 +26,7 @@ PROVIDERS = [
 def _list_body(providers, version, script_name):
     """The whole body the list handler writes for these providers."""
     listed = [provider_filter.ListedProvider("text-%d" % p.id, p) for p in providers]
-    return b"".join(handler._listed_body(listed, version, script_name))
+    return b"".join(rendering.listed_body(listed, version, script_name, Texts()))
 
 
 @pytest.mark.parametrize("version", [v for v, _ in microversion.VERSIONS])
@@ -33,7 +34,7 @@ def _list_body(providers, version, script_name):
                                          "/MARK-uuid-f0e1d2c3"])
 def test_same_bytes_as_rendering_each_provider(version, script_name):
     expected = responses.dumps({"resource_providers": [
-        handler.render_provider(p, version, script_name) for p in PROVIDERS]})
+        rendering.render_provider(p, version, script_name) for p in PROVIDERS]})
     assert _list_body(PROVIDERS, version, script_name) == expected
 
 
@@ -43,15 +44,16 @@ def test_empty_list():
 
 def test_listed_providers_keep_their_text_per_microversion_and_mount():
     listed = [provider_filter.ListedProvider("text-%d" % p.id, p) for p in PROVIDERS]
+    texts = Texts()
 
     def body(version, script_name):
-        return b"".join(handler._listed_body(listed, version, script_name))
+        return b"".join(rendering.listed_body(listed, version, script_name, texts))
 
     assert body((1, 39), "/placement") == _list_body(
         PROVIDERS, (1, 39), "/placement")
     # The kept text is what the next list writes.
-    key, _text = listed[0].memo
-    listed[0].memo = (key, b'{"kept": true}')
+    shape, = texts._by_key[listed[0].key]
+    texts.put(listed[0].key, shape, b'{"kept": true}')
     assert b'{"kept": true}' in body((1, 39), "/placement")
     # Another microversion or mount point writes its own.
     assert body((1, 13), "/placement") == _list_body(

@@ -75,31 +75,31 @@ class GroupSearch:
             # forbidding alone selects nothing.
             self._servers, self.anchors = [by_anchor], set()
             return
-        # Judged once per shared inventory dict, trait and aggregate set,
-        # as in _find_unnumbered_servers.
+        # Judged once per inventory key, trait and aggregate set, as in
+        # _find_unnumbered_servers.
         serving: dict[int, bool] = {}
-        suitable_traits: dict[int, bool] = {}
-        suitable_aggregates: dict[int, bool] = {}
+        suitable_traits: dict[frozenset[str], bool] = {}
+        suitable_aggregates: dict[frozenset[str], bool] = {}
         for provider in self.forest.providers.values():
             if resources:
                 if tree is not None and provider.root_id != tree:
                     continue
-                serves = serving.get(id(provider.inventories))
+                serves = serving.get(provider.inventory_key)
                 if serves is None:
-                    serves = serving[id(provider.inventories)] = serves_all(
+                    serves = serving[provider.inventory_key] = serves_all(
                         provider.inventories, resources)
                 if not serves:
                     continue
             traits = provider.traits
-            suitable = suitable_traits.get(id(traits))
+            suitable = suitable_traits.get(traits)
             if suitable is None:
-                suitable = suitable_traits[id(traits)] = suits_traits(traits, group)
+                suitable = suitable_traits[traits] = suits_traits(traits, group)
             if not suitable:
                 continue
             aggregates = provider.aggregates
-            member = suitable_aggregates.get(id(aggregates))
+            member = suitable_aggregates.get(aggregates)
             if member is None:
-                member = suitable_aggregates[id(aggregates)] = in_aggregates(
+                member = suitable_aggregates[aggregates] = in_aggregates(
                     aggregates, group)
             if not member:
                 continue
@@ -137,17 +137,18 @@ class GroupSearch:
         servers: list[dict[int, list[int]]] = [{} for _ in resources]
         lonely: set[int] = set()
         check_aggregates = bool(group.member_of or group.not_member_of)
-        # Like providers share their inventory dict, trait and aggregate
-        # sets (see placement.kept.Kept.entry): each is judged once, by
-        # identity, as they all stay alive while this runs.
+        # Like providers share their inventory dict (and its key), trait
+        # and aggregate sets (see placement.kept.Kept.entry): each is
+        # judged once, under the dict's key and the sets themselves (whose
+        # hashes Python keeps).
         fitting_by_inventories: dict[int, list[int]] = {}
-        judged_traits: dict[int, tuple[bool, bool]] = {}
-        judged_aggregates: dict[int, bool] = {}
+        judged_traits: dict[frozenset[str], tuple[bool, bool]] = {}
+        judged_aggregates: dict[frozenset[str], bool] = {}
         for provider in forest.providers.values():
             inventories = provider.inventories
-            fitting = fitting_by_inventories.get(id(inventories))
+            fitting = fitting_by_inventories.get(provider.inventory_key)
             if fitting is None:
-                fitting = fitting_by_inventories[id(inventories)] = [
+                fitting = fitting_by_inventories[provider.inventory_key] = [
                     index for index, (name, amount) in enumerate(resources)
                     if (inventory := inventories.get(name)) is not None
                     and inventory.fits(amount)]
@@ -155,9 +156,9 @@ class GroupSearch:
                 continue
             traits = provider.traits
             # (nothing forbidden, every required trait present)
-            judged = judged_traits.get(id(traits))
+            judged = judged_traits.get(traits)
             if judged is None:
-                judged = judged_traits[id(traits)] = (
+                judged = judged_traits[traits] = (
                     group.forbidden.isdisjoint(traits), has_traits(traits, group))
             if not judged[0]:
                 continue
@@ -173,9 +174,9 @@ class GroupSearch:
                     continue
                 member: bool | None = True
                 if check_aggregates:
-                    member = judged_aggregates.get(id(provider.aggregates))
+                    member = judged_aggregates.get(provider.aggregates)
                     if member is None:
-                        member = judged_aggregates[id(provider.aggregates)] = (
+                        member = judged_aggregates[provider.aggregates] = (
                             self._serves_anchor(provider, root))
                 if member:
                     pid = provider.id

@@ -147,13 +147,17 @@ class Loader:
             for (provider_id, _generation, parent_id, root_id, uuid, aggregates,
                  usage) in state:
                 entry = entries[provider_id]
-                inventories = entry.inventories
                 if usage:
-                    inventories = self.with_usage(inventories, usage)
+                    # A dict of its own, under a key of its own.
+                    inventories = self.with_usage(entry.inventories, usage)
+                    inventory_key = None
+                else:
+                    inventories, inventory_key = entry.inventories, entry.inventory_key
                 providers.append(Provider(
                     provider_id, uuid, parent_id, root_id, inventories,
                     entry.traits,
-                    aggregate_sets[aggregates] if aggregates else _NO_AGGREGATES))
+                    aggregate_sets[aggregates] if aggregates else _NO_AGGREGATES,
+                    inventory_key))
             trees.append(Tree(providers, state))
         return trees
 

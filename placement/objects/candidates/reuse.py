@@ -11,18 +11,20 @@ every tree that is still that very object, and builds the others; a
 scheduler's claim changes one tree, so its next search builds one.
 
 Only the first :data:`KEPT_PER_TREE` candidates of a tree are kept; a
-search needing more of a tree with more builds it again.  The kept lists
-also carry a ``memo`` where the response keeps their JSON text.
+search needing more of a tree with more builds it again.  A kept list has
+a ``key``, under which the worker keeps the JSON text a response wrote
+for it (:class:`placement.kept.Texts`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any, Hashable, Iterator, Sequence
+from typing import Hashable, Iterator, Sequence
 
 from placement.objects.candidates.assemble import Assembler
 from placement.objects.candidates.choices import Combination
+from placement.kept.keys import new_key
 from placement.objects.candidates.trees import Forest, Tree
 from placement.query import CandidateQuery
 
@@ -37,18 +39,18 @@ class CandidateList:
 
     A tree's list holds the candidates built around it: all of them when
     ``complete``, else the first ones.  Candidates that are not kept
-    (sharing providers) come one per list.  ``memo``: see
-    :mod:`placement.memo`.
+    (sharing providers, those past a tree's first ones) come one per list,
+    without a ``key``: nothing derived from them is kept either.
     """
 
-    __slots__ = ("trees", "combinations", "complete", "memo")
+    __slots__ = ("trees", "combinations", "complete", "key")
 
     def __init__(self, trees: tuple[Tree, ...], combinations: tuple[Combination, ...],
-                 complete: bool = True) -> None:
+                 complete: bool = True, key: int | None = None) -> None:
         self.trees = trees
         self.combinations = combinations
         self.complete = complete
-        self.memo: tuple[Any, Any] | None = None
+        self.key = key
 
 
 # One candidate of an answer: a list and the index of the candidate in it.
@@ -107,7 +109,7 @@ class _Builder:
         if listed is None:
             first = self.assembler().first_candidates(tree.root_id, KEPT_PER_TREE + 1)
             listed = CandidateList((tree,), first[:KEPT_PER_TREE],
-                                   complete=len(first) <= KEPT_PER_TREE)
+                                   complete=len(first) <= KEPT_PER_TREE, key=new_key())
             kept[tree.root_id] = listed
         yield from zip(itertools.repeat(listed), range(len(listed.combinations)))
         if not listed.complete:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Iterable, NamedTuple
 
+from placement.kept.keys import new_key
+
 # Providers with this trait share their inventory with every tree that has
 # a provider in one of their aggregates.
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
@@ -90,20 +92,28 @@ def listed_traits(traits: frozenset[str]) -> tuple[str, ...]:
 
 class Provider:
     """One provider: its place in its tree, inventories (with what is used
-    of them), traits and aggregates (uuids)."""
+    of them), traits and aggregates (uuids).
+
+    ``inventory_key`` names the inventory dict: like providers share one
+    (:meth:`placement.kept.Kept.entry`) and its key, so what depends on
+    the inventories alone is worked out once per key.  Trait and aggregate
+    sets are shared too, and being frozensets they are their own keys.
+    """
 
     __slots__ = ("id", "uuid", "parent_id", "root_id", "inventories",
-                 "traits", "aggregates")
+                 "inventory_key", "traits", "aggregates")
 
     def __init__(self, id: int, uuid: str, parent_id: int | None, root_id: int,
                  inventories: dict[str, Inventory] | None = None,
                  traits: frozenset[str] = frozenset(),
-                 aggregates: frozenset[str] = frozenset()) -> None:
+                 aggregates: frozenset[str] = frozenset(),
+                 inventory_key: int | None = None) -> None:
         self.id = id
         self.uuid = uuid
         self.parent_id = parent_id
         self.root_id = root_id
         self.inventories = {} if inventories is None else inventories
+        self.inventory_key = new_key() if inventory_key is None else inventory_key
         self.traits = traits
         self.aggregates = aggregates
 
@@ -119,11 +129,12 @@ class Tree:
     the tree (see :func:`.search.parse_states`): the worker keeps the tree
     and compares the next read of it with ``state``; while they are equal,
     the tree and whatever was derived from it still hold (see
-    :mod:`placement.kept`).  Trees may thus be shared by searches and are never
-    changed once made, but for ``memo`` (see :mod:`placement.memo`).
+    :mod:`placement.kept`).  Trees may thus be shared by searches and are
+    never changed once made.  ``key`` (:func:`placement.kept.keys.new_key`)
+    names this very tree: what a response wrote for it is kept under it.
     """
 
-    __slots__ = ("root_id", "providers", "state", "classes", "sharing", "memo")
+    __slots__ = ("root_id", "providers", "state", "classes", "sharing", "key")
 
     def __init__(self, providers: Iterable[Provider], state: Any = None) -> None:
         self.providers: tuple[Provider, ...] = tuple(
@@ -137,7 +148,7 @@ class Tree:
             _CLASS_SETS.clear()
         self.classes = _CLASS_SETS.setdefault(classes, classes)
         self.sharing = any(p.is_sharing for p in self.providers)
-        self.memo: tuple[Any, Any] | None = None
+        self.key = new_key()
 
 
 _CLASS_SETS: dict[frozenset[str], frozenset[str]] = {}

@@ -1,0 +1,230 @@
+"""The JSON text of ``GET /allocation_candidates``.
+
+``{"allocation_requests": [...], "provider_summaries": {...}}``, written
+in parts that are sent one after the other rather than joined into one
+more copy.  Microversion changes of the document:
+
+* 1.12: ``allocations`` of a request is a dict keyed by provider uuid
+  instead of a list of ``{"resource_provider": {"uuid"}, "resources"}``.
+* 1.17: summaries list the provider's ``traits``.
+* 1.27: summaries show every inventory of the provider, not only the
+  requested classes.
+* 1.29: summaries carry ``parent_provider_uuid`` and
+  ``root_provider_uuid`` and cover every provider of the trees involved.
+* 1.34: each request has ``mappings``: request group suffix to the uuids
+  of the providers satisfying that group.
+
+The search hands back the same candidate lists and trees for what has not
+changed since an earlier request (:mod:`placement.objects.candidates.reuse`);
+the text of each kept list and tree is kept in the worker's
+:class:`placement.kept.Texts` under its key, so a scheduler asking the
+same question again mostly pays for reading the database.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+from placement.kept import Texts
+from placement.objects import candidates
+from placement.objects.candidates import summary, trees
+
+DICT_ALLOCATIONS_SINCE = (1, 12)
+TRAITS_SINCE = (1, 17)
+ALL_INVENTORIES_SINCE = (1, 27)
+NESTED_SINCE = (1, 29)
+MAPPINGS_SINCE = (1, 34)
+
+# What the text of a candidate list depends on besides the list: whether
+# allocations are a dict, whether requests have mappings.
+_REQUESTS = "allocation requests"
+# Summaries look the same at every microversion from 1.29 (traits since
+# 1.17, every inventory since 1.27): one text per tree serves them all.
+_TREE_SUMMARIES = "provider summaries since 1.29"
+
+
+def body(found: candidates.Candidates, version: tuple[int, int],
+         texts: Texts) -> list[bytes]:
+    """The response body for ``found`` at ``version``, in parts; texts of
+    kept lists and trees are taken from and added to ``texts``."""
+    quoted = _UuidTexts(found.forest)
+    requests = _request_texts(found, quoted, version, texts)
+    if version >= NESTED_SINCE:
+        summaries = _tree_summary_texts(found, quoted, texts)
+    else:
+        requested = (None if version >= ALL_INVENTORIES_SINCE
+                     else set(found.query.resource_class_names))
+        writer = _SummaryWriter(quoted, requested, version)
+        summaries = [writer.text(p).encode()
+                     for p in summary.providers_shown(found)]
+    return [b'{"allocation_requests": [', b", ".join(requests),
+            b'], "provider_summaries": {', b", ".join(summaries), b"}}"]
+
+
+def _request_texts(found: candidates.Candidates, quoted: _UuidTexts,
+                   version: tuple[int, int], texts: Texts) -> list[bytes]:
+    """The text of each chosen candidate: of a kept list, all its texts
+    are written when first needed and kept under the list's key."""
+    suffixes = [_text(group.suffix) for group in found.query.groups]
+    shape = (_REQUESTS, version >= DICT_ALLOCATIONS_SINCE, version >= MAPPINGS_SINCE)
+    written = []
+    for listed, index in found.chosen:
+        if listed.key is None:
+            written.append(request(listed.combinations[index], suffixes, quoted,
+                                   version).encode())
+            continue
+        listed_texts = texts.get(listed.key, shape)
+        if listed_texts is None:
+            listed_texts = tuple([
+                request(combination, suffixes, quoted, version).encode()
+                for combination in listed.combinations])
+            texts.put(listed.key, shape, listed_texts)
+        written.append(listed_texts[index])
+    return written
+
+
+def _tree_summary_texts(found: candidates.Candidates, quoted: _UuidTexts,
+                        texts: Texts) -> list[bytes]:
+    """The summaries of every provider of each tree used (1.29+), a text
+    per tree, kept under the tree's key."""
+    writer = None
+    written = []
+    for tree in summary.trees_shown(found):
+        text = texts.get(tree.key, _TREE_SUMMARIES)
+        if text is None:
+            if writer is None:
+                writer = _SummaryWriter(quoted, None, NESTED_SINCE)
+            text = ", ".join([writer.text(p) for p in tree.providers]).encode()
+            texts.put(tree.key, _TREE_SUMMARIES, text)
+        written.append(text)
+    return written
+
+
+_SAFE_UUID = re.compile(r"^[0-9a-fA-F-]*$")
+
+
+# Class, trait and suffix names repeat in every request: each is encoded once.
+@functools.lru_cache(maxsize=4096)
+def _text(value: str) -> str:
+    """A JSON string literal."""
+    return json.dumps(value)
+
+
+class _UuidTexts(dict):  # type: ignore[type-arg]
+    """Provider id -> its uuid as a JSON string literal, made on first use."""
+
+    def __init__(self, forest: candidates.Forest) -> None:
+        super().__init__()
+        self.providers = forest.providers
+
+    def __missing__(self, provider_id: int) -> str:
+        uuid = self.providers[provider_id].uuid
+        text = '"%s"' % uuid if _SAFE_UUID.match(uuid) else json.dumps(uuid)
+        self[provider_id] = text
+        return text
+
+
+# The inside of a "resources" object by its (class, amount) pairs: the same
+# few recur in every allocation request of a response.
+@functools.lru_cache(maxsize=4096)
+def _resources_text(pairs: tuple[tuple[str, int], ...]) -> str:
+    """``"VCPU": 1, "DISK_GB": 10`` for these (class, amount) pairs."""
+    return ", ".join(["%s: %s" % (_text(name), amount) for name, amount in pairs])
+
+
+def request(combination: candidates.Combination, suffixes: list[str],
+            quoted: _UuidTexts, version: tuple[int, int]) -> str:
+    """One allocation request: ``suffixes`` are the JSON texts of the
+    query's group suffixes, in group order."""
+    if len(combination) == 1 and version >= DICT_ALLOCATIONS_SINCE:
+        choice, = combination
+        if len(choice.providers) == 1:
+            # One group served by one provider (every candidate of a flat
+            # deployment): its classes are distinct, nothing to merge.
+            uuid = quoted[choice.providers[0]]
+            resources = _resources_text(tuple([a[1:] for a in choice.allocations]))
+            if version < MAPPINGS_SINCE:
+                return '{"allocations": {%s: {"resources": {%s}}}}' % (uuid, resources)
+            return ('{"allocations": {%s: {"resources": {%s}}}, "mappings": {%s: [%s]}}'
+                    % (uuid, resources, suffixes[0], uuid))
+    merged = summary.allocations(combination)
+    if version >= DICT_ALLOCATIONS_SINCE:
+        allocations = "{%s}" % ", ".join([
+            '%s: {"resources": {%s}}' % (quoted[pid], _resources_text(tuple(resources.items())))
+            for pid, resources in merged.items()])
+    else:
+        allocations = "[%s]" % ", ".join([
+            '{"resource_provider": {"uuid": %s}, "resources": {%s}}'
+            % (quoted[pid], _resources_text(tuple(resources.items())))
+            for pid, resources in merged.items()])
+    if version < MAPPINGS_SINCE:
+        return '{"allocations": %s}' % allocations
+    mappings = ", ".join([
+        "%s: [%s]" % (suffix, ", ".join([quoted[pid] for pid in choice.providers]))
+        for suffix, choice in zip(suffixes, combination, strict=True)])
+    return '{"allocations": %s, "mappings": {%s}}' % (allocations, mappings)
+
+
+class _SummaryWriter:
+    """Writes one ``"uuid": {...}`` summary text per provider.
+
+    Runs over every provider of the trees involved (tens of thousands on
+    nested deployments), hence the version checks made once, and the
+    resources and traits texts made once per request for each inventory
+    key and trait set, which like providers share (see
+    :attr:`placement.objects.candidates.trees.Provider.inventory_key`).
+    Equal trait sets list their names in the same order (trait id order,
+    which cannot change while a provider has the trait), so one text
+    serves them all.
+    """
+
+    def __init__(self, quoted: _UuidTexts, requested: set[str] | None,
+                 version: tuple[int, int]) -> None:
+        self.quoted = quoted
+        self.requested = requested
+        self.with_traits = version >= TRAITS_SINCE
+        self.with_tree = version >= NESTED_SINCE
+        self.inventory_texts: dict[tuple[str, candidates.Inventory], str] = {}
+        self.resources_texts: dict[int, str] = {}
+        self.trait_texts: dict[frozenset[str], str] = {}
+
+    def _resources(self, inventories: dict[str, candidates.Inventory]) -> str:
+        parts = []
+        for item in inventories.items():
+            text = self.inventory_texts.get(item)
+            if text is None:
+                name, inventory = item
+                if self.requested is not None and name not in self.requested:
+                    text = ""
+                else:
+                    text = '%s: {"capacity": %s, "used": %s}' % (
+                        _text(name), inventory.capacity, inventory.used)
+                self.inventory_texts[item] = text
+            if text:
+                parts.append(text)
+        return ", ".join(parts)
+
+    def text(self, provider: candidates.Provider) -> str:
+        resources = self.resources_texts.get(provider.inventory_key)
+        if resources is None:
+            resources = self.resources_texts[provider.inventory_key] = (
+                self._resources(provider.inventories))
+        quoted = self.quoted
+        text = '%s: {"resources": {%s}' % (quoted[provider.id], resources)
+        if self.with_traits:
+            traits = provider.traits
+            traits_text = self.trait_texts.get(traits)
+            if traits_text is None:
+                traits_text = self.trait_texts[traits] = ', "traits": [%s]' % (
+                    ", ".join([_text(name) for name in trees.listed_traits(traits)]))
+            text += traits_text
+        if self.with_tree:
+            parent = provider.parent_id
+            text += ', "parent_provider_uuid": %s, "root_provider_uuid": %s}' % (
+                "null" if parent is None else quoted[parent],
+                quoted[provider.root_id])
+        else:
+            text += "}"
+        return text
