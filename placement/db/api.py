@@ -252,16 +252,67 @@ class Database:
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[sa.engine.Connection]:
-        with self.engine.connect() as conn:
-            conn.execution_options(**{WRITE_OPTION: True})
-            with conn.begin():
-                try:
+        """A connection in a transaction committed at the end.
+
+        A connection lost during COMMIT leaves the outcome unknown.  On
+        PostgreSQL the transaction's id, read just before, tells whether it
+        committed (then the write is done) or not (then it may run again);
+        elsewhere the loss is raised as it is, and the write is not run
+        again (lost_uncommitted), as it might apply twice.
+        """
+        earlier_commit = _reached_commit.get()
+        committing = False
+        xid = None
+        try:
+            with self.engine.connect() as conn:
+                conn.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
                     yield conn
-                except Exception as exc:
-                    # Raised before COMMIT was sent: nothing of this
-                    # transaction can have been committed.
-                    exc.placement_uncommitted = True  # type: ignore[attr-defined]
-                    raise
+                    if self.dialect == "postgresql":
+                        # Which transaction we are (NULL when it wrote
+                        # nothing), to learn its fate if COMMIT is lost.
+                        xid = conn.exec_driver_sql(
+                            "SELECT txid_current_if_assigned()").scalar()
+                        if xid is None:
+                            return  # nothing to commit, nothing to lose
+                    # COMMIT is sent on leaving the block.
+                    committing = True
+                    _reached_commit.set(True)
+        except Exception as exc:
+            if not committing or classify(exc) is not Failure.UNAVAILABLE:
+                raise
+            if xid is None:
+                LOG.warning("a write lost its database connection during COMMIT; "
+                            "whether it committed cannot be known, so it is not "
+                            "run again")
+                raise
+            if self._transaction_committed(int(xid), exc):
+                LOG.warning("a write lost its database connection during COMMIT; "
+                            "transaction %s had committed", xid)
+                return
+            _reached_commit.set(earlier_commit)  # aborted: free to run again
+            raise
+
+    def _transaction_committed(self, xid: int, lost: Exception) -> bool:
+        """Whether PostgreSQL transaction ``xid``, whose connection was lost
+        during COMMIT, committed; ``lost`` is raised when the database
+        cannot tell us (it is gone)."""
+        deadline = time.monotonic() + _COMMIT_OUTCOME_WAIT
+        try:
+            with self.engine.connect() as conn:
+                while True:
+                    status = conn.exec_driver_sql(
+                        "SELECT txid_status(%d)" % xid).scalar()
+                    conn.rollback()
+                    # "in progress" while the killed backend winds down.
+                    if status != "in progress" or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+        except Exception:
+            raise lost from None
+        if status == "in progress":
+            raise lost
+        return bool(status == "committed")
 
     def explain(self, exc: BaseException) -> str | None:
         """A one-line message for a person when ``exc`` is a database
@@ -308,13 +359,21 @@ def collided(exc: BaseException) -> bool:
 # killed it, a proxy or failover cut it) runs again on a fresh one, at
 # most this many times; a database that is really gone fails again at once.
 LOST_CONNECTION_RETRIES = 2
+# How long to wait for a killed PostgreSQL session's transaction to end,
+# when asking whether its lost COMMIT committed.
+_COMMIT_OUTCOME_WAIT = 5.0
+# Set once an attempt of a write under run_with_retries sends COMMIT of one
+# of its writer transactions; until then nothing of the attempt can have
+# been committed, whichever of its transactions (the writer, or a reader
+# planning it beforehand) lost its connection.
+_reached_commit: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "placement_reached_commit", default=False)
 
 
 def lost_uncommitted(exc: BaseException) -> bool:
-    """Whether ``exc`` is a lost connection of a write that cannot have
-    committed (raised inside :meth:`Database.writer`, before COMMIT)."""
-    return (getattr(exc, "placement_uncommitted", False)
-            and classify(exc) is Failure.UNAVAILABLE)
+    """Whether ``exc`` is a lost connection of a write attempt that cannot
+    have committed anything (it had not reached COMMIT)."""
+    return not _reached_commit.get() and classify(exc) is Failure.UNAVAILABLE
 
 
 def run_with_retries(write: str, attempt: Callable[[], T],
@@ -336,6 +395,7 @@ def run_with_retries(write: str, attempt: Callable[[], T],
     outcome = "succeeded"
     try:
         while True:
+            _reached_commit.set(False)
             try:
                 return attempt()
             except Exception as exc:

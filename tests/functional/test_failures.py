@@ -261,10 +261,7 @@ def test_a_write_whose_connection_is_killed_before_commit_runs_again_once(
     with caplog.at_level("WARNING"):
         db_api.run_with_retries("test.write", write)
     assert len(attempts) == 2
-    with db.reader() as conn:
-        written = conn.execute(sa.select(sa.func.count()).select_from(
-            tables.traits).where(tables.traits.c.name == "CUSTOM_ONCE")).scalar()
-    assert written == 1
+    assert _traits_named(db, "CUSTOM_ONCE") == 1
     lost = [r for r in caplog.records if "before committing" in r.message]
     assert len(lost) == 1
 
@@ -284,3 +281,92 @@ def test_a_write_whose_connection_keeps_dying_gives_up_with_a_503(
         db_api.run_with_retries("test.write", write)
     assert db_api.classify(failure.value) is db_api.Failure.UNAVAILABLE
     assert len(attempts) == 1 + db_api.LOST_CONNECTION_RETRIES
+
+
+def _traits_named(db: Database, name: str) -> int:
+    with db.reader() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(
+            tables.traits).where(tables.traits.c.name == name)).scalar_one())
+
+
+def test_a_write_whose_planning_read_loses_its_connection_runs_again(
+        killable_database: tuple[Any, Database, Any]) -> None:
+    # On MySQL a write reads its plan in a transaction of its own before
+    # the writer's; nothing is committed yet when that read is cut.
+    _conf, db, kill = killable_database
+    attempts = []
+
+    def write() -> None:
+        attempts.append(1)
+        with db.reader() as conn:
+            if len(attempts) == 1:
+                kill(conn)
+            conn.execute(sa.text("SELECT 1"))
+        with db.writer() as conn:
+            conn.execute(sa.insert(tables.traits).values(name="CUSTOM_PLANNED"))
+
+    db_api.run_with_retries("test.write", write)
+    assert len(attempts) == 2
+    assert _traits_named(db, "CUSTOM_PLANNED") == 1
+
+
+def test_a_write_that_committed_before_losing_its_connection_is_not_run_again(
+        killable_database: tuple[Any, Database, Any]) -> None:
+    _conf, db, kill = killable_database
+    attempts = []
+
+    def write() -> None:
+        attempts.append(1)
+        with db.writer() as conn:
+            conn.execute(sa.insert(tables.traits).values(name="CUSTOM_COMMITTED"))
+        with db.reader() as conn:
+            kill(conn)
+            conn.execute(sa.text("SELECT 1"))
+
+    with pytest.raises(Exception) as failure:
+        db_api.run_with_retries("test.write", write)
+    assert db_api.classify(failure.value) is db_api.Failure.UNAVAILABLE
+    assert len(attempts) == 1
+    assert _traits_named(db, "CUSTOM_COMMITTED") == 1
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["aborted", "committed"])
+def test_postgresql_learns_what_a_lost_commit_did(
+        committed: bool, caplog: pytest.LogCaptureFixture) -> None:
+    # The connection dies as COMMIT is sent: before the server got it (the
+    # transaction aborted: run it again) or after it committed and before
+    # the answer came back (done: running it again would write twice).
+    backends.require("postgresql")
+    with backends.fresh_database("postgresql") as url:
+        db = Database(fixtures.make_conf(url))
+        migration.upgrade(db)
+        admin = sa.create_engine(url)
+        attempts = []
+
+        def kill_at_commit(conn: sa.engine.Connection) -> None:
+            if len(attempts) > 1:
+                return
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            pid = raw.get_backend_pid()  # type: ignore[attr-defined]
+            if committed:  # behind the driver's back: it still sends COMMIT
+                raw.cursor().execute("COMMIT")
+            with admin.connect() as other:
+                # pg_terminate_backend signals; wait for the session to end.
+                other.execute(sa.text("SELECT pg_terminate_backend(%d, 5000)" % pid))
+
+        def write() -> None:
+            attempts.append(1)
+            with db.writer() as conn:
+                conn.execute(sa.insert(tables.traits).values(name="CUSTOM_LOST_COMMIT"))
+
+        sa.event.listen(db.engine, "commit", kill_at_commit)
+        try:
+            with caplog.at_level("WARNING"):
+                db_api.run_with_retries("test.write", write)
+            assert len(attempts) == (1 if committed else 2)
+            assert _traits_named(db, "CUSTOM_LOST_COMMIT") == 1
+            assert ("had committed" in caplog.text) is committed
+        finally:
+            db.dispose()
+            admin.dispose()
