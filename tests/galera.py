@@ -16,7 +16,8 @@ nodes and removes it)::
 
 Needs the Debian packages mariadb-server, galera-4 and rsync (and ``ss``
 from iproute2, which the SST script uses to watch its rsync daemon);
-:func:`missing` says what is not installed.
+:func:`missing` says what is not installed.  A node is one of
+``tests/dbservers.py``'s MariaDB servers with the Galera settings added.
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ import contextlib
 import dataclasses
 import json
 import os
-import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Iterator
+
+from tests import dbservers
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 PROGRAMS = ("mariadbd", "mariadb-install-db", "mariadb", "rsync", "ss")
@@ -44,27 +45,10 @@ STOP_TIMEOUT = 60.0
 
 def missing() -> list[str]:
     """What a cluster needs and this machine lacks (empty when all is there)."""
-    lacking = [name for name in PROGRAMS if _which(name) is None]
+    lacking = [name for name in PROGRAMS if dbservers.which(name) is None]
     if not os.path.exists(PROVIDER):
         lacking.append(PROVIDER)
     return lacking
-
-
-def _which(name: str) -> str | None:
-    # mariadbd lives in /usr/sbin, which a plain user's PATH may lack.
-    path = os.environ.get("PATH", os.defpath) + os.pathsep + "/usr/sbin:/sbin"
-    return shutil.which(name, path=path)
-
-
-def _free_ports(count: int) -> list[int]:
-    """Ports nobody listens on now; all held open together, so distinct."""
-    with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket())
-            sock.bind(("127.0.0.1", 0))
-            ports.append(int(sock.getsockname()[1]))
-        return ports
 
 
 @dataclasses.dataclass
@@ -99,20 +83,15 @@ class Node:
 
     def url(self, database: str = "") -> str:
         """A SQLAlchemy URL reaching this node as root."""
-        return "mysql+pymysql://root@127.0.0.1:%d/%s?charset=utf8mb4" % (
-            self.port, database)
+        return dbservers.mariadb_url(self.port, database)
 
     def sql(self, statement: str, timeout: float = 30) -> str:
         """Run one statement through the node's socket; its output, tab
         separated and without column names."""
-        done = subprocess.run(
-            [_which("mariadb") or "mariadb", "--no-defaults", "-uroot",
-             "--socket=%s" % self.socket, "-N", "-B", "-e", statement],
-            capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            raise RuntimeError("node %d: %s: %s" % (
-                self.index, statement, done.stderr.strip()))
-        return done.stdout.strip()
+        try:
+            return dbservers.mariadb_sql(self.socket, statement, timeout)
+        except RuntimeError as exc:
+            raise RuntimeError("node %d: %s" % (self.index, exc)) from None
 
     def status(self, name: str) -> str:
         row = self.sql("SHOW GLOBAL STATUS LIKE '%s'" % name)
@@ -124,7 +103,7 @@ class Cluster:
 
     def __init__(self, directory: Path, ports: list[int] | None = None) -> None:
         self.directory = directory
-        ports = ports or _free_ports(4 * NODES)
+        ports = ports or dbservers.free_ports(4 * NODES)
         self.nodes = [
             Node(index, directory / ("node%d" % index), *ports[4 * index:4 * index + 4])
             for index in range(NODES)
@@ -151,25 +130,12 @@ class Cluster:
             "evs.inactive_timeout=PT4S",
             "evs.install_timeout=PT4S",
         ])
-        lines = [
-            "[mariadbd]",
-            "datadir = %s" % node.datadir,
-            "socket = %s" % node.socket,
-            "pid-file = %s" % node.pid_file,
-            "log-error = %s" % node.log,
-            "bind-address = 127.0.0.1",
-            "port = %d" % node.port,
-            "skip-name-resolve",
-            "performance_schema = OFF",
-            "character-set-server = utf8mb4",
-            "collation-server = utf8mb4_bin",
-            "max_connections = 300",
-            "innodb_buffer_pool_size = 64M",
-            "innodb_log_file_size = 48M",
-            "innodb_flush_log_at_trx_commit = 0",
+        # A node's commits live on in the other nodes: its log need not
+        # reach the disk at each commit.
+        lines = dbservers.mariadb_options(node.directory, node.port, flush_at_commit=0)
+        lines += [
             "innodb_autoinc_lock_mode = 2",
             "binlog_format = ROW",
-            "default_storage_engine = InnoDB",
             "wsrep_on = ON",
             "wsrep_provider = %s" % PROVIDER,
             "wsrep_cluster_name = placement_test",
@@ -182,8 +148,6 @@ class Cluster:
             "wsrep_provider_options = \"%s\"" % provider_options,
             "wsrep_slave_threads = 2",
         ]
-        if _SERVER_USER:
-            lines.append("user = %s" % _SERVER_USER)
         node.config.write_text("\n".join(lines) + "\n")
 
     def start(self) -> None:
@@ -194,13 +158,10 @@ class Cluster:
             node.directory.mkdir()
             self._write_config(node)
             node.datadir.mkdir()
-        if _SERVER_USER:
-            # The server must reach its files through every parent directory.
-            os.chmod(self.directory, 0o755)
-            for path in [self.directory, *self.directory.rglob("*")]:
-                shutil.chown(path, _SERVER_USER, _SERVER_USER)
+        # The server must reach its files through every parent directory.
+        dbservers.give_to(self.directory, dbservers.MARIADB_USER)
         first = self.nodes[0]
-        _install_db(first)
+        dbservers.install_mariadb(first.datadir)
         self._launch(first, bootstrap=True)
         self.wait_synced(first)
         # Over TCP the tests connect as root@127.0.0.1 without a password;
@@ -212,14 +173,11 @@ class Cluster:
             self.wait_synced(node)
 
     def _launch(self, node: Node, bootstrap: bool = False) -> None:
-        command = [_which("mariadbd") or "mariadbd", "--defaults-file=%s" % node.config]
+        command = [dbservers.which("mariadbd") or "mariadbd",
+                   "--defaults-file=%s" % node.config]
         if bootstrap:
             command.append("--wsrep-new-cluster")
-        with open(node.directory / "console.log", "ab") as console:
-            node.process = subprocess.Popen(
-                command, stdout=console, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
-        (node.directory / "process.pid").write_text(str(node.process.pid))
+        node.process = dbservers.launch(command, node.directory)
 
     def wait_synced(self, node: Node, timeout: float = START_TIMEOUT) -> None:
         """Wait until ``node`` takes client connections and is Synced."""
@@ -241,9 +199,7 @@ class Cluster:
 
     def kill(self, node: Node) -> None:
         """Kill the node as a crash would (SIGKILL): no clean leave."""
-        if node.process is not None and node.process.poll() is None:
-            os.killpg(node.process.pid, signal.SIGKILL)
-            node.process.wait(STOP_TIMEOUT)
+        dbservers.crash(node.process)
 
     def restart(self, node: Node) -> None:
         """Start a killed or stopped node again; it rejoins by IST or SST."""
@@ -266,35 +222,6 @@ class Cluster:
         """The cluster a ``start`` in another process left in ``directory``."""
         state = json.loads((directory / "cluster.json").read_text())
         return cls(directory, [port for ports in state["nodes"] for port in ports])
-
-
-def _server_user() -> str | None:
-    """The account a server started by root runs as.
-
-    Not root itself: the joiner's SST script starts an rsync daemon, and a
-    daemon started by root writes as ``nobody``, who may not write the data
-    directory.  ``mysql`` is the account Debian's package creates.
-    """
-    if os.geteuid() != 0:
-        return None
-    try:
-        pwd.getpwnam("mysql")
-    except KeyError:
-        return "root"
-    return "mysql"
-
-
-_SERVER_USER = _server_user()
-
-
-def _install_db(node: Node) -> None:
-    command = [_which("mariadb-install-db") or "mariadb-install-db",
-               "--no-defaults", "--datadir=%s" % node.datadir,
-               "--auth-root-authentication-method=normal",
-               "--skip-test-db"]
-    if _SERVER_USER:
-        command.append("--user=%s" % _SERVER_USER)
-    subprocess.run(command, check=True, capture_output=True, timeout=300)
 
 
 def _terminate(node: Node) -> None:
