@@ -155,7 +155,9 @@ def _lookups(conn: sa.engine.Connection, provider_uuids: Sequence[str],
                         dict[str, consumer_obj.StoredConsumer],
                         list[consumer_obj.StoredAllocation]]:
     """Provider ids by uuid, class ids by name, and the consumers' rows and
-    allocations -- in one round trip."""
+    allocations -- in one round trip (none when there is nothing to look up)."""
+    if not (provider_uuids or consumer_uuids or class_names):
+        return {}, {}, {}, []
     rc = tables.resource_classes
     padding = [sa.cast(sa.null(), sa.Integer)] * 4
     parts = [
@@ -198,11 +200,20 @@ def _prepare_in(conn: sa.engine.Connection, ctx: RequestContext,
                             placement_conf.incomplete_consumer_user_id))
 
 
+Claims = Sequence[ConsumerClaim]
+
+
 @contextlib.contextmanager
-def writing(ctx: RequestContext, claims: Sequence[ConsumerClaim], also_lock: Sequence[str] = ()
+def writing(ctx: RequestContext,
+            claims: Claims | Callable[[sa.engine.Connection], Claims],
+            also_lock: Sequence[str] = ()
             ) -> Iterator[tuple[sa.engine.Connection, Plan]]:
     """Steps 1 and 2 of a write: the plan, and the writer transaction.
 
+    ``claims`` may be a function of a connection when what to claim
+    depends on what the database holds (a bare-metal allocation picks a
+    free node): it reads on the connection the plan is read on, so that a
+    whole claim is one transaction where the database allows.
     ``also_lock`` names more providers (by uuid) to resolve and lock with
     the others.  Unknown providers and classes are noted in the plan, not
     raised: Placement reports a consumer generation conflict first
@@ -212,12 +223,18 @@ def writing(ctx: RequestContext, claims: Sequence[ConsumerClaim], also_lock: Seq
     is read in a transaction of its own, so that the writer's snapshot
     comes after its provider locks.
     """
-    plan = None
+    def plan_in(conn: sa.engine.Connection) -> Plan:
+        decided = claims(conn) if callable(claims) else claims
+        return _prepare_in(conn, ctx, decided, also_lock)
+
     if ctx.db.snapshot_at_first_read:
         with ctx.db.reader() as conn:
-            plan = _prepare_in(conn, ctx, claims, also_lock)
+            plan = plan_in(conn)
+        with ctx.db.writer() as conn:
+            yield conn, plan
+        return
     with ctx.db.writer() as conn:
-        yield conn, plan or _prepare_in(conn, ctx, claims, also_lock)
+        yield conn, plan_in(conn)
 
 
 def begin_in(conn: sa.engine.Connection, plan: Plan) -> WriteState:

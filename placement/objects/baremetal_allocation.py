@@ -14,11 +14,13 @@ nodes that qualify, pick one (at random, so that concurrent requests
 spread; the node named like the allocation first from 1.79), and claim it
 with the allocation writer of ``objects/allocation.py`` -- the same
 provider lock, capacity check and retries as every Placement write, so no
-node is ever given twice, whoever asks.  The record is written in the
-same transaction as the claim, so an allocation is never seen
-``allocating``: it is ``active`` with its node, or ``error`` when no node
-qualified.  A claim that loses its node to a concurrent one reads the
-free nodes again and tries another, until none is left.
+node is ever given twice, whoever asks.  Reading the free nodes, claiming
+one and writing the record are one transaction (on MySQL the reads are
+one of their own before it, see ``allocation.writing``), so an allocation
+is never seen ``allocating``: it is ``active`` with its node, or
+``error`` when no node qualified.  A claim that loses its node to a
+concurrent one reads the free nodes again and tries another, until none
+is left.
 """
 
 from __future__ import annotations
@@ -244,67 +246,81 @@ def _refuse_taken_in(conn: sa.engine.Connection, uuid: str, name: str | None) ->
         raise exceptions.BaremetalAllocationNameExists(name=name)
 
 
-def _claim(ctx: Any, wanted: Wanted, node: node_obj.Node) -> BaremetalAllocation | None:
-    """Claim the node and write the record, in one transaction; None if
-    the node was taken (or reserved) since it was read."""
-    claim = allocation_obj.ConsumerClaim(
+def _claim_of(wanted: Wanted, node: node_obj.Node) -> allocation_obj.ConsumerClaim:
+    """The Placement claim of the node's unit by the allocation's consumer."""
+    return allocation_obj.ConsumerClaim(
         consumer_uuid=wanted.uuid,
         resources={node.uuid: {node_obj.placement_class(wanted.resource_class or ""): 1}},
         project_id=wanted.owner or wanted.project_id, user_id=wanted.user_id,
         generation=None, check_generation=True)
 
-    def attempt() -> BaremetalAllocation:
-        with allocation_obj.writing(ctx, [claim]) as (conn, plan):
-            state = allocation_obj.begin_in(conn, plan)
+
+class _NodeTaken(Exception):
+    """The node picked was claimed (or reserved) since it was read."""
+
+    def __init__(self, node: node_obj.Node) -> None:
+        super().__init__(node.uuid)
+        self.node = node
+
+
+def _attempt(ctx: Any, wanted: Wanted, lost: set[str]) -> BaremetalAllocation:
+    """Pick a free node and claim it, or record why there is none: one
+    transaction (on MySQL the reads in one of their own before it; see
+    ``allocation.writing``).  _NodeTaken, with nothing written, when the
+    node was taken between the read and the lock."""
+    picked: list[node_obj.Node] = []
+    reason = ""
+
+    def claims(conn: sa.engine.Connection) -> list[allocation_obj.ConsumerClaim]:
+        nonlocal reason
+        if not lost:
+            _refuse_taken_in(conn, wanted.uuid, wanted.name)
+        nodes, reason = _qualifying_in(conn, wanted, lost)
+        picked[:] = [_pick(nodes, wanted)] if nodes else []
+        return [_claim_of(wanted, node) for node in picked]
+
+    with allocation_obj.writing(ctx, claims) as (conn, plan):
+        if not picked:
+            failure = "Failed to process allocation %s: %s." % (wanted.uuid, reason)
+            return _insert_in(conn, _record(wanted, ERROR, None, failure,
+                                            wanted.resource_class))
+        node = picked[0]
+        state = allocation_obj.begin_in(conn, plan)
+        try:
             allocation_obj.check_claims_in(plan, state)
             allocation_obj.check_capacity_in(conn, plan, state)
-            allocation_obj.apply_in(conn, plan, state)
-            allocation_obj.bump_providers_in(
-                conn, allocation_obj.bumped_provider_ids(plan, state))
-            return _insert_in(conn, _record(wanted, ACTIVE, node.uuid, None,
-                                            wanted.resource_class))
-
-    try:
-        return allocation_obj.with_retries(ctx, "baremetal_allocation.claim", attempt)
-    except (exceptions.InventoryInvalid, exceptions.ProviderNotFound,
-            exceptions.ResourceClassNotFound):
-        LOG.debug("Node %s was taken before allocation %s could claim it",
-                  node.uuid, wanted.uuid)
-        return None
-    except exceptions.ConsumerGenerationConflict:
-        # A Placement consumer with this uuid holds allocations already.
-        raise exceptions.BaremetalAllocationUuidExists(uuid=wanted.uuid) from None
+        except (exceptions.InventoryInvalid, exceptions.ProviderNotFound,
+                exceptions.ResourceClassNotFound):
+            # Claimed, reserved or deleted (its class with it) meanwhile.
+            raise _NodeTaken(node) from None
+        allocation_obj.apply_in(conn, plan, state)
+        allocation_obj.bump_providers_in(
+            conn, allocation_obj.bumped_provider_ids(plan, state))
+        return _insert_in(conn, _record(wanted, ACTIVE, node.uuid, None,
+                                        wanted.resource_class))
 
 
 def create(ctx: Any, wanted: Wanted) -> BaremetalAllocation:
     """A new allocation: ``active`` on a node it claimed, or ``error`` with
     Ironic's reason when no node qualifies.
 
+    A claim that loses its node to a concurrent one reads the free nodes
+    again and tries another, until none is left.
     BaremetalAllocationUuidExists / NameExists when the uuid (or a
     Placement consumer of that uuid) or the name is taken.
     """
     lost: set[str] = set()
     while True:
-        with ctx.db.reader() as conn:
-            if not lost:
-                _refuse_taken_in(conn, wanted.uuid, wanted.name)
-            nodes, reason = _qualifying_in(conn, wanted, lost)
-        if not nodes:
-            break
-        node = _pick(nodes, wanted)
-        claimed = _claim(ctx, wanted, node)
-        if claimed is not None:
-            return claimed
-        lost.add(node.uuid)
-    failure = "Failed to process allocation %s: %s." % (wanted.uuid, reason)
-    return _record_failure(ctx, _record(wanted, ERROR, None, failure,
-                                        wanted.resource_class))
-
-
-@db_api.retry_on_conflict
-def _record_failure(ctx: Any, values: dict[str, Any]) -> BaremetalAllocation:
-    with ctx.db.writer() as conn:
-        return _insert_in(conn, values)
+        try:
+            return allocation_obj.with_retries(
+                ctx, "baremetal_allocation.create", lambda: _attempt(ctx, wanted, lost))
+        except _NodeTaken as taken:
+            LOG.debug("Node %s was taken before allocation %s could claim it",
+                      taken.node.uuid, wanted.uuid)
+            lost.add(taken.node.uuid)
+        except exceptions.ConsumerGenerationConflict:
+            # A Placement consumer with this uuid holds allocations already.
+            raise exceptions.BaremetalAllocationUuidExists(uuid=wanted.uuid) from None
 
 
 def _backfill_problems(wanted: Wanted, node: node_obj.Node, holder: str, class_name: str,
