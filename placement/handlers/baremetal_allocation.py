@@ -70,16 +70,26 @@ def _allowed(req: PlacementRequest, rule: str, owner: str | None = None) -> bool
     return True
 
 
+def _authorize(req: PlacementRequest, rule: str, owner: str | None = None) -> None:
+    """403, worded as Ironic words it, unless policy allows ``rule``."""
+    if not _allowed(req, rule, owner):
+        raise errors.Forbidden(
+            "Access was denied to the following resource: %s" % rule, vary=False)
+
+
 def _retrieve(req: PlacementRequest, rule: str) -> allocation_obj.BaremetalAllocation:
-    """The allocation of the URL, if policy lets the caller see it; 404
-    otherwise, so that other projects' allocations stay hidden."""
+    """The allocation of the URL, as Ironic checks it: 404 unless policy
+    lets the caller see it (other projects' allocations stay hidden), then
+    403 unless ``rule`` allows what the caller asks."""
     ident = req.urlvars["ident"]
     try:
         alloc = allocation_obj.get(req.ctx, ident)
     except exceptions.BaremetalAllocationNotFound as exc:
         raise errors.NotFound(str(exc)) from None
-    if not _allowed(req, rule, alloc.owner):
+    if not _allowed(req, policies.GET, alloc.owner):
         raise errors.NotFound(str(exceptions.BaremetalAllocationNotFound(ident=ident)))
+    if rule != policies.GET:
+        _authorize(req, rule, alloc.owner)
     return alloc
 
 
@@ -109,8 +119,8 @@ def _list_owner(req: PlacementRequest, owner: str | None) -> str | None:
         return owner
     project = req.ctx.project_id
     if not project or (owner and owner != project):
-        req.authorize(policies.LIST_ALL)
-    req.authorize(policies.LIST)
+        _authorize(req, policies.LIST_ALL)
+    _authorize(req, policies.LIST)
     return str(project)
 
 
@@ -186,7 +196,7 @@ def list_allocations(req: PlacementRequest) -> webob.Response:
 def _creation_owner(req: PlacementRequest, body: dict[str, Any]) -> str | None:
     """Ironic's rule: who may not create for any project creates for their
     own (403 naming another); ``owner`` below 1.60 is 406."""
-    req.authorize(policies.CREATE)
+    _authorize(req, policies.CREATE)
     if "owner" in body and req.version < microversion.ALLOCATION_OWNER:
         raise errors.NotAcceptable(_NOT_ACCEPTABLE)
     requested = body.get("owner")

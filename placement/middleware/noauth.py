@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable
 import webob.exc
 
 from placement import errors
+from placement.middleware.errors import RENDERER_ENVIRON, error_response
 
 WSGIApp = Callable[..., Iterable[bytes]]
 
@@ -41,10 +42,7 @@ class NoAuthMiddleware:
             return self.application(environ, start_response)
         token = environ.get("HTTP_X_AUTH_TOKEN")
         if token is None:
-            # Placement's noauth2 answers with webob's bare 401, not with
-            # its own error format: no errors list, no request id inside.
-            refusal = webob.exc.HTTPUnauthorized()
-            return refusal(errors.as_placement_sees_it(environ), start_response)
+            return self._refuse(environ, start_response)
         user_id, _sep, project_id = token.partition(":")
         if "HTTP_X_ROLES" in environ:
             roles = environ["HTTP_X_ROLES"].split(",")
@@ -59,3 +57,17 @@ class NoAuthMiddleware:
             environ.setdefault("HTTP_X_PROJECT_ID", project_id)
         environ["HTTP_X_ROLES"] = ",".join(roles)
         return self.application(environ, start_response)
+
+    @staticmethod
+    def _refuse(environ: dict[str, Any], start_response: Callable[..., Any]
+                ) -> Iterable[bytes]:
+        if RENDERER_ENVIRON in environ:
+            # An API answering in another format (the bare-metal API:
+            # Ironic's) refuses in that format too.
+            refusal = error_response(environ, errors.Unauthorized(
+                "The request you have made requires authentication."))
+            return refusal(environ, start_response)
+        # Placement's noauth2 answers with webob's bare 401, not with its
+        # own error format: no errors list, no request id inside.
+        page = webob.exc.HTTPUnauthorized()
+        return page(errors.as_placement_sees_it(environ), start_response)

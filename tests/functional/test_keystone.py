@@ -15,6 +15,7 @@ import pytest
 import webob
 
 from placement import app
+from placement.baremetal import app as baremetal_app
 from placement.db import migration
 from placement.db.api import Database
 from tests import backends
@@ -51,13 +52,14 @@ def database() -> Iterator[str]:
         yield url
 
 
-def _app(database: str, keystone: FakeKeystone, **authtoken: Any) -> Any:
+def _app(database: str, keystone: FakeKeystone, build: Any = app.build_app,
+         **authtoken: Any) -> Any:
     conf = fake_keystone.placement_conf_for(
         os.path.dirname(database.split("///", 1)[1]), database, keystone.url,
         **authtoken)
     db = Database(conf)
     migration.upgrade(db)
-    return app.build_app(conf, db)
+    return build(conf, db)
 
 
 @pytest.fixture(scope="module")
@@ -175,3 +177,73 @@ def test_delayed_decision_still_refuses_anonymous_requests(
     resp = call(application, "/resource_providers", token=ADMIN_TOKEN)
     assert resp.status_int == 200
     assert call(application, "/").status_int == 200
+
+
+# The bare-metal API (Ironic's /v1/allocations) behind the same
+# keystonemiddleware: the same tokens, roles and projects; Ironic's error
+# format for what policy refuses.
+
+BAREMETAL_VERSION = {"X-OpenStack-Ironic-API-Version": "1.60"}
+
+
+@pytest.fixture(scope="module")
+def baremetal(database: str, keystone: FakeKeystone, placement: Any) -> Any:
+    # One free node of CUSTOM_BM_KEYSTONE, made through the Placement API.
+    send(placement, "PUT", "/resource_classes/CUSTOM_BM_KEYSTONE", ADMIN_TOKEN)
+    node = send(placement, "POST", "/resource_providers", ADMIN_TOKEN,
+                {"name": "keystone-node"}).json
+    send(placement, "PUT", "/resource_providers/%s/inventories" % node["uuid"],
+         ADMIN_TOKEN, {"resource_provider_generation": 0,
+                       "inventories": {"CUSTOM_BM_KEYSTONE": {"total": 1}}})
+    return _app(database, keystone, build=baremetal_app.build_app)
+
+
+def send(application: Any, method: str, path: str, token: str | None,
+         body: Any = None, **headers: str) -> webob.Response:
+    req = webob.Request.blank(path, method=method, headers=headers)
+    req.headers["Accept"] = "application/json"
+    req.headers.setdefault("OpenStack-API-Version", "placement 1.20")
+    if token is not None:
+        req.headers["X-Auth-Token"] = token
+    if body is not None:
+        req.content_type = "application/json"
+        req.body = json.dumps(body).encode()
+    return req.get_response(application)
+
+
+def test_baremetal_version_documents_need_no_token(baremetal: Any) -> None:
+    assert call(baremetal, "/").status_int == 200
+    assert call(baremetal, "/v1", **BAREMETAL_VERSION).status_int == 200
+
+
+def test_baremetal_without_a_valid_token_is_401(
+        baremetal: Any, keystone: FakeKeystone) -> None:
+    for token in (None, "not-a-token"):
+        resp = call(baremetal, "/v1/allocations", token=token, **BAREMETAL_VERSION)
+        assert resp.status_int == 401
+        assert resp.headers["WWW-Authenticate"] == 'Keystone uri="%s"' % keystone.url
+
+
+def test_baremetal_member_allocates_for_its_own_project(baremetal: Any) -> None:
+    refused = send(baremetal, "POST", "/v1/allocations", MEMBER_TOKEN,
+                   {"resource_class": "bm-keystone", "owner": OTHER_PROJECT},
+                   **BAREMETAL_VERSION)
+    assert refused.status_int == 403
+    fault = json.loads(refused.json["error_message"])
+    assert "baremetal:allocation:create_restricted" in fault["faultstring"]
+
+    made = send(baremetal, "POST", "/v1/allocations", MEMBER_TOKEN,
+                {"resource_class": "bm-keystone"}, **BAREMETAL_VERSION)
+    assert made.status_int == 201, made.body
+    assert (made.json["owner"], made.json["state"]) == (PROJECT, "active")
+
+    listed = send(baremetal, "GET", "/v1/allocations", READER_TOKEN,
+                  **BAREMETAL_VERSION)
+    assert [a["uuid"] for a in listed.json["allocations"]] == [made.json["uuid"]]
+    # The reader may look but not let go.
+    path = "/v1/allocations/" + made.json["uuid"]
+    assert send(baremetal, "DELETE", path, READER_TOKEN,
+                **BAREMETAL_VERSION).status_int == 403
+    assert send(baremetal, "DELETE", path, MEMBER_TOKEN,
+                **BAREMETAL_VERSION).status_int == 204
+
