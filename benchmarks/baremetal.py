@@ -15,6 +15,8 @@ the same kind.  Measured per side:
   them after its 201s, so the harness polls the list until it is done or
   ``--settle-timeout`` passes);
 * ``allocations_per_s``: active allocations divided by ``settle_s``;
+* ``server_cpu_ms_per_request``: CPU time of the server's processes
+  (gunicorn and its workers; Ironic's API and conductor) per request;
 * ``active``, ``error``, ``allocating`` (left when the timeout passed) and
   ``distinct_nodes`` of the active ones, so that a fast wrong answer shows.
 
@@ -148,10 +150,17 @@ def _race(call: Http, requests: int) -> tuple[float, list[tuple[int, Any]], int]
     return began, answers, resets[0]
 
 
-def _measure(call: Http, args: argparse.Namespace) -> dict[str, Any]:
-    """The race, timed until everything settled."""
+def _measure(call: Http, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
+    """The race, timed until everything settled, and the CPU the server's
+    processes spent on it (settle polls included): unlike the times, a
+    figure that other load on the machine hardly moves."""
+    from benchlib import server as kit_server
+
+    cpu_before = kit_server.tree_cpu_seconds(server_pid)
     began, answers, resets = _race(call, args.requests)
     result = _settle(call, began, args.settle_timeout)
+    result["server_cpu_ms_per_request"] = round(
+        (kit_server.tree_cpu_seconds(server_pid) - cpu_before) * 1000 / args.requests, 2)
     result["statuses"] = sorted({status for status, _ in answers})
     result["connections_reset"] = resets
     return result
@@ -203,7 +212,7 @@ def _ours(args: argparse.Namespace, db: Any, workdir: str) -> dict[str, Any]:
                              "inventories": {PLACEMENT_CLASS: {"total": 1}}}), 200)
             return _measure(Http(baremetal.port, {
                 "x-auth-token": "admin",
-                "x-openstack-ironic-api-version": IRONIC_VERSION}), args)
+                "x-openstack-ironic-api-version": IRONIC_VERSION}), args, baremetal.pid)
         finally:
             baremetal.stop()
     finally:
@@ -247,7 +256,7 @@ def _ironic(args: argparse.Namespace, db: Any, workdir: str) -> dict[str, Any]:
         for number in range(args.nodes):
             _ironic_node(call, "bench-%03d" % number)
         time.sleep(2)  # let the last power actions finish
-        return _measure(call, args)
+        return _measure(call, args, process.pid)
     finally:
         process.terminate()
         try:
