@@ -209,6 +209,10 @@ class BaremetalNodeNotFound(NotFound):
     message = "Node %(ident)s could not be found."
 
 
+class BaremetalNodeAllocationNotFound(NotFound):
+    message = "Allocation for node %(ident)s was not found"
+
+
 class BaremetalNodesNotFound(NotFound):
     message = "Nodes cannot be found: %(idents)s"
 

@@ -4,7 +4,9 @@ Handlers are named ``"module:function"`` under ``placement.handlers``, as
 in Placement's table.  What differs is Ironic's version gating: below a
 route's minimum version a GET answers 404 and any other method 405, both
 with the route's own sentence ("The API version does not allow
-allocations"); an unknown URL or method answers a plain 404 or 405.  A
+allocations"), or, for a route without one (a node's allocation), a plain
+404 whatever the method; an unknown URL or method answers a plain 404 or
+405.  A
 trailing slash is ignored (``/v1`` and ``/v1/`` are the same document).
 """
 
@@ -27,6 +29,7 @@ class Route(routes.Route):
 
 _ALLOCATIONS = "/v1/allocations"
 _ALLOCATION = "/v1/allocations/{ident}"
+_NODE_ALLOCATION = "/v1/nodes/{node}/allocation"
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/", "baremetal_root:root", public=True, checks_accept=False),
@@ -41,6 +44,10 @@ ROUTES: tuple[Route, ...] = (
           microversion.ALLOCATION_UPDATE, too_old=_UPDATE_TOO_OLD),
     Route("DELETE", _ALLOCATION, "baremetal_allocation:delete_allocation",
           microversion.ALLOCATIONS, too_old=_ALLOCATIONS_TOO_OLD),
+    Route("GET", _NODE_ALLOCATION, "baremetal_allocation:show_node_allocation",
+          microversion.ALLOCATIONS),
+    Route("DELETE", _NODE_ALLOCATION, "baremetal_allocation:delete_node_allocation",
+          microversion.ALLOCATIONS),
 )
 
 
@@ -61,6 +68,8 @@ class Router(routes.Router):
     def _too_old(self, route: routes.Route, declared: list[routes.Route],
                  version: routes.Version) -> errors.ApiError:
         too_old = getattr(route, "too_old", "")
+        if not too_old:
+            return faults.RoutingError(errors.NotFound(""))
         if route.method == "GET":
             return errors.NotFound(too_old)
         return errors.MethodNotAllowed([], detail=too_old)

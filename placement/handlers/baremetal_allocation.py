@@ -93,6 +93,25 @@ def _retrieve(req: PlacementRequest, rule: str) -> allocation_obj.BaremetalAlloc
     return alloc
 
 
+def _node_allocation(req: PlacementRequest, rule: str,
+                     unknown_node: type[errors.ApiError]
+                     ) -> allocation_obj.BaremetalAllocation:
+    """The allocation holding the node of the URL, checked as
+    :func:`_retrieve` checks one.  An unknown node is ``unknown_node``
+    (Ironic: 400 for a GET, 404 for a DELETE)."""
+    ident = req.urlvars["node"]
+    try:
+        node = node_obj.get(req.ctx, ident)
+    except exceptions.BaremetalNodeNotFound as exc:
+        raise unknown_node(str(exc)) from None
+    found = allocation_obj.list_all(req.ctx, filters={"node_uuid": node.uuid}, limit=1)
+    if not found or not _allowed(req, policies.GET, found[0].owner):
+        raise errors.NotFound(str(exceptions.BaremetalNodeAllocationNotFound(ident=ident)))
+    if rule != policies.GET:
+        _authorize(req, rule, found[0].owner)
+    return found[0]
+
+
 def _fields(req: PlacementRequest) -> list[str] | None:
     text = req.GET.get("fields")
     if text is None:
@@ -103,11 +122,29 @@ def _fields(req: PlacementRequest) -> list[str] | None:
     return fields
 
 
+def _node_allocation_fields(req: PlacementRequest) -> list[str] | None:
+    """``fields`` of a node's allocation: the same choice, which Ironic
+    refuses in other words than for ``/v1/allocations``."""
+    fields = [field for field in req.GET.get("fields", "").split(",") if field]
+    shown = (schemas.FIELDS.at(req.version) or {}).get("enum", ())
+    unknown = [field for field in fields if field not in shown]
+    if unknown:
+        raise errors.BadRequest('Field(s) "%s" are not valid' % ", ".join(unknown))
+    return fields or None
+
+
 def show_allocation(req: PlacementRequest) -> webob.Response:
     """GET /v1/allocations/{uuid or name} (1.52); ``fields`` selects fields;
     ``owner`` shows from 1.60."""
     alloc = _retrieve(req, policies.GET)
     return responses.document(render(alloc, req, _fields(req)))
+
+
+def show_node_allocation(req: PlacementRequest) -> webob.Response:
+    """GET /v1/nodes/{uuid or name}/allocation (1.52): the allocation
+    holding the node, as ``GET /v1/allocations/{uuid}`` shows it."""
+    alloc = _node_allocation(req, policies.GET, unknown_node=errors.BadRequest)
+    return responses.document(render(alloc, req, _node_allocation_fields(req)))
 
 
 def _list_owner(req: PlacementRequest, owner: str | None) -> str | None:
@@ -314,3 +351,17 @@ def delete_allocation(req: PlacementRequest) -> webob.Response:
     except exceptions.BaremetalAllocationNotFound as exc:
         raise errors.NotFound(str(exc)) from None
     return responses.no_content()
+
+
+def delete_node_allocation(req: PlacementRequest) -> webob.Response:
+    """DELETE /v1/nodes/{uuid or name}/allocation (1.52): 204; the
+    allocation holding the node goes, and the node is free."""
+    alloc = _node_allocation(req, policies.DELETE, unknown_node=errors.NotFound)
+    try:
+        allocation_obj.delete(req.ctx, alloc.uuid)
+    except exceptions.BaremetalAllocationNotFound:
+        ident = req.urlvars["node"]
+        raise errors.NotFound(
+            str(exceptions.BaremetalNodeAllocationNotFound(ident=ident))) from None
+    return responses.no_content()
+

@@ -25,6 +25,7 @@ DELETE = "baremetal:allocation:delete"
 
 _ALLOCATIONS = "/v1/allocations"
 _ALLOCATION = "/v1/allocations/{allocation_ident}"
+_NODE_ALLOCATION = "/v1/nodes/{node_ident}/allocation"
 _OWNER_READER = ("%s or (role:reader and project_id:%%(allocation.owner)s)"
                  % base.ADMIN_OR_SERVICE_API)
 _OWNER_MEMBER = ("%s or (role:member and project_id:%%(allocation.owner)s)"
@@ -34,7 +35,7 @@ _OWNER_MEMBER = ("%s or (role:member and project_id:%%(allocation.owner)s)"
 def rules() -> list[policy.DocumentedRuleDefault]:
     return [
         base.documented(GET, "Show a bare-metal allocation.", ("GET", _ALLOCATION),
-                        check_str=_OWNER_READER),
+                        ("GET", _NODE_ALLOCATION), check_str=_OWNER_READER),
         base.documented(LIST, "List the bare-metal allocations of the "
                         "caller's project.", ("GET", _ALLOCATIONS),
                         check_str=base.ADMIN_OR_SERVICE_API + " or role:reader"),
@@ -49,5 +50,6 @@ def rules() -> list[policy.DocumentedRuleDefault]:
                         "allocation.", ("PATCH", _ALLOCATION),
                         check_str=_OWNER_MEMBER),
         base.documented(DELETE, "Delete a bare-metal allocation, freeing its "
-                        "node.", ("DELETE", _ALLOCATION), check_str=_OWNER_MEMBER),
+                        "node.", ("DELETE", _ALLOCATION), ("DELETE", _NODE_ALLOCATION),
+                        check_str=_OWNER_MEMBER),
     ]
