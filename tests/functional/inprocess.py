@@ -8,6 +8,7 @@ import json
 from typing import Any, Iterator
 
 import webob
+from oslo_config import cfg
 
 from placement import app
 from placement.db import migration
@@ -17,18 +18,26 @@ from tests.functional import fixtures
 
 
 @contextlib.contextmanager
-def served(backend: str) -> Iterator[tuple[Any, Database]]:
-    """A migrated database on ``backend``, the app serving it (noauth2) and
-    the app's Database, for tests that also look below the API."""
+def migrated(backend: str) -> Iterator[tuple[cfg.ConfigOpts, Database]]:
+    """A migrated fresh database on ``backend``: its configuration
+    (noauth2) and Database, to build applications on."""
     backends.require(backend)
     with backends.fresh_database(backend) as url:
         conf = fixtures.make_conf(url)
         db = Database(conf)
         try:
             migration.upgrade(db)
-            yield app.build_app(conf, db), db
+            yield conf, db
         finally:
             db.dispose()
+
+
+@contextlib.contextmanager
+def served(backend: str) -> Iterator[tuple[Any, Database]]:
+    """A migrated database on ``backend``, the app serving it (noauth2) and
+    the app's Database, for tests that also look below the API."""
+    with migrated(backend) as (conf, db):
+        yield app.build_app(conf, db), db
 
 
 @contextlib.contextmanager

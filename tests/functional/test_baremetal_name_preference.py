@@ -17,10 +17,7 @@ import webob
 
 from placement import app
 from placement.baremetal import app as baremetal_app
-from placement.db import migration
-from placement.db.api import Database
-from tests import backends
-from tests.functional import fixtures, inprocess
+from tests.functional import inprocess
 
 NODES = 20
 NAMED = 10
@@ -42,15 +39,8 @@ def _allocate(application: Any, name: str, version: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql", "mysql"])
 def test_the_namesake_node_first_from_1_79(backend: str) -> None:
-    backends.require(backend)
-    with backends.fresh_database(backend) as url:
-        conf = fixtures.make_conf(url)
-        db = Database(conf)
-        try:
-            migration.upgrade(db)
-            _check_preference(app.build_app(conf, db), baremetal_app.build_app(conf, db))
-        finally:
-            db.dispose()
+    with inprocess.migrated(backend) as (conf, db):
+        _check_preference(app.build_app(conf, db), baremetal_app.build_app(conf, db))
 
 
 def _check_preference(placement: Any, baremetal: Any) -> None:
