@@ -7,6 +7,7 @@ lists dumped by json.dumps, at every microversion of the API.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from placement import microversion
 from placement.kept import NOTHING, Texts
 from placement.objects import candidates
-from placement.objects.candidates import assemble, summary
+from placement.objects.candidates import assemble, reuse, summary
 from placement.objects.candidates.trees import Forest, Provider, TraitSet, Tree
 from placement.query import CandidateQuery
 from placement.rendering import allocation_candidates as rendering
@@ -29,13 +30,12 @@ def answer(trees: Forest, query: CandidateQuery, *, nested: bool = True,
     """What the search would answer over these trees."""
     ordered = [trees.trees[root] for root in sorted(trees.trees)]
     chosen = assemble.choose(
-        candidates._stream(ordered, query, nested, {}, assemble.DEPTH_FIRST),
+        reuse.candidates(ordered, query, nested, {}, assemble.DEPTH_FIRST),
         limit=limit, randomize=False, max_candidates=-1)
-    found = candidates._candidates(chosen, query)
-    if candidates._cut_before_nested(chosen, limit, nested):
-        found = candidates.Candidates(
-            found.chosen, found.forest, query,
-            candidates._summarised_before_nested(found, ordered, query, {}))
+    found = candidates._answer(chosen, query)
+    if summary.cut_before_nested(found, limit, nested):
+        found = dataclasses.replace(found, summarised=summary.summarised_before_nested(
+            found, ordered, query, {}))
     return found
 
 

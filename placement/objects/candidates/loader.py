@@ -22,16 +22,87 @@ the trees sharing their aggregates (one or two more queries).
 from __future__ import annotations
 
 import operator
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import sqlalchemy as sa
 
-from placement.objects import resource_class as rc_obj
+from placement import exceptions
 from placement.kept import Entry, Kept
-from placement.objects.candidates import search
+from placement.objects import resource_class as rc_obj
+from placement.objects.candidates import reuse, search
 from placement.objects.candidates.trees import Inventory, Provider, TraitSet, Tree
+from placement.query import CandidateQuery
 
 _NO_AGGREGATES: frozenset[str] = frozenset()
+
+# Trees read by the first batch; each further batch is twice as large.
+FIRST_BATCH = 16
+
+
+class QueryTrees:
+    """The read step of a candidate search: the trees a query may use, and
+    the candidate lists the worker kept for the query.
+
+    Made in a read transaction; checks the names the query uses first
+    (ResourceClassNotFound, TraitNotFound).  ``kept`` is the worker's
+    memory (:mod:`placement.kept`): unchanged trees come from it, and
+    :attr:`lists` are its lists for this query, for
+    :func:`.reuse.candidates` to take and add to.
+    """
+
+    def __init__(self, conn: sa.engine.Connection, query: CandidateQuery,
+                 nested: bool, kept: Kept) -> None:
+        classes, traits = search.check_names(conn, sorted(_trait_names(query)))
+        _check_names(query, classes, traits)
+        self.conn = conn
+        self.loader = Loader(conn, classes, kept)
+        self.lists = kept.candidates.of(reuse.query_key(query, nested))
+        self._amounts = [(classes[name], amount) for group in query.groups
+                         for name, amount in group.resources]
+        self._class_ids = [classes[name] for name in query.resource_class_names]
+        self._relevant: list[Tree] | None = None
+
+    def relevant_trees(self) -> list[Tree]:
+        """Every tree that may take part, by root id (read once)."""
+        if self._relevant is None:
+            self._relevant = self.loader.relevant_trees(self._class_ids)
+        return self._relevant
+
+    def batches(self) -> Iterator[list[Tree]]:
+        """The trees of the roots where the requested amounts fit, a batch
+        at a time, in root order, each read when it is needed: a small
+        limit reads few trees whatever the size of the deployment.  Same
+        candidates, in the same order, as :meth:`relevant_trees` would
+        give (at once when sharing providers may take part)."""
+        roots = search.candidate_roots(self.conn, self._amounts)
+        if roots is None:
+            yield self.relevant_trees()
+            return
+        start, size = 0, FIRST_BATCH
+        while start < len(roots):
+            yield self.loader.trees_of_roots(roots[start:start + size])
+            start, size = start + size, size * 2
+
+
+def _trait_names(query: CandidateQuery) -> set[str]:
+    names = set(query.root_required | query.root_forbidden)
+    for group in query.groups:
+        names |= group.trait_names
+    return names
+
+
+def _check_names(query: CandidateQuery, classes: dict[str, int],
+                 traits: dict[str, int]) -> None:
+    # The first unknown class in request order, then every unknown trait:
+    # root_required's before the groups'.
+    for name in query.resource_class_names:
+        if name not in classes:
+            raise exceptions.ResourceClassNotFound(name=name)
+    for names in [query.root_required | query.root_forbidden] + [
+            group.trait_names for group in query.groups]:
+        missing = sorted(names - set(traits))
+        if missing:
+            raise exceptions.TraitNotFound(names=", ".join(missing))
 
 
 class Loader:

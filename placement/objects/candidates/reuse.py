@@ -1,4 +1,7 @@
-"""Candidates of unchanged trees, reused from earlier searches.
+"""The candidates of trees, reused from earlier searches for unchanged trees.
+
+:func:`candidates` is the compute step of a search: given the trees read
+and the lists the worker kept for the query, it yields candidates lazily.
 
 Without sharing providers, every candidate is built around one tree from
 that tree's providers alone, and which candidates a tree gives depends on
@@ -22,7 +25,7 @@ import dataclasses
 import itertools
 from typing import Hashable, Iterator, Sequence
 
-from placement.objects.candidates.assemble import Assembler
+from placement.objects.candidates.assemble import Assembler, merge
 from placement.objects.candidates.choices import Combination
 from placement.kept.keys import new_key
 from placement.objects.candidates.trees import Forest, Tree
@@ -62,6 +65,17 @@ def query_key(query: CandidateQuery, nested: bool) -> Hashable:
     (but its limit, which only says how many are returned) and whether
     candidates may take several providers of a tree."""
     return dataclasses.replace(query, limit=None), nested
+
+
+def candidates(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
+               kept: dict[int, CandidateList], strategy: str) -> Iterator[Item]:
+    """The candidates of these trees, in the order of ``strategy``: each
+    tree's own, reused or built, or, with sharing providers among them,
+    those built from all of them together (never kept)."""
+    if any(tree.sharing for tree in trees):
+        forest = Forest(trees)
+        return single(Assembler(forest, query, nested).generate(strategy), forest)
+    return merge(tree_streams(trees, query, nested, kept), strategy)
 
 
 def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
