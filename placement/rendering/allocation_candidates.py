@@ -68,7 +68,9 @@ def _request_texts(found: candidates.Candidates, quoted: _UuidTexts,
     """The text of each chosen candidate: of a kept list, all its texts
     are written when first needed and kept under the list's key."""
     suffixes = [_text(group.suffix) for group in found.query.groups]
-    shape = (_REQUESTS, version >= DICT_ALLOCATIONS_SINCE, version >= MAPPINGS_SINCE)
+    # A string: its hash is computed once, not at every lookup.
+    shape = "%s, dict %s, mappings %s" % (
+        _REQUESTS, version >= DICT_ALLOCATIONS_SINCE, version >= MAPPINGS_SINCE)
     written = []
     for listed, index in found.chosen:
         if listed.key is None:

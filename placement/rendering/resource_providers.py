@@ -95,7 +95,8 @@ def listed_body(listed: list[provider_filter.ListedProvider],
     that have not changed (see :mod:`placement.objects.provider_filter`);
     their texts at this microversion and mount point are kept in
     ``texts``, under each listed provider's key."""
-    shape = ("provider list", version, script_name)
+    # A string: its hash is computed once, not at every lookup.
+    shape = "provider list at %d.%d under %s" % (*version, script_name)
     written: list[bytes | None] = [texts.get(known.key, shape) for known in listed]
     missing = [i for i, text in enumerate(written) if text is None]
     if missing:
