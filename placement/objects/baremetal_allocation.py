@@ -31,7 +31,7 @@ import json
 import logging
 import random
 import types
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import os_resource_classes
 import sqlalchemy as sa
@@ -43,6 +43,9 @@ from placement.db import api as db_api
 from placement.db import tables
 from placement.objects import allocation as allocation_obj
 from placement.objects import baremetal_node as node_obj
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
 
 LOG = logging.getLogger(__name__)
 
@@ -123,7 +126,7 @@ def _lookup(ident: str) -> sa.ColumnElement[bool]:
     return _BA.c.name == ident
 
 
-def get(ctx: Any, ident: str) -> BaremetalAllocation:
+def get(ctx: RequestContext, ident: str) -> BaremetalAllocation:
     """The allocation with this uuid or name; BaremetalAllocationNotFound."""
     with ctx.db.reader() as conn:
         row = conn.execute(sa.select(_BA).where(_lookup(ident))).first()
@@ -148,7 +151,7 @@ def _page_filter(column: Any, marker: BaremetalAllocation, descending: bool
     return beyond
 
 
-def list_all(ctx: Any, *, filters: dict[str, str], sort_key: str = "id",
+def list_all(ctx: RequestContext, *, filters: dict[str, str], sort_key: str = "id",
              sort_dir: str = "asc", limit: int | None = None,
              marker: BaremetalAllocation | None = None) -> list[BaremetalAllocation]:
     """Allocations matching ``filters`` (node_uuid, resource_class, state,
@@ -263,7 +266,7 @@ class _NodeTaken(Exception):
         self.node = node
 
 
-def _attempt(ctx: Any, wanted: Wanted, lost: set[str]) -> BaremetalAllocation:
+def _attempt(ctx: RequestContext, wanted: Wanted, lost: set[str]) -> BaremetalAllocation:
     """Pick a free node and claim it, or record why there is none: one
     transaction (on MySQL the reads in one of their own before it; see
     ``allocation.writing``).  _NodeTaken, with nothing written, when the
@@ -300,7 +303,7 @@ def _attempt(ctx: Any, wanted: Wanted, lost: set[str]) -> BaremetalAllocation:
                                         wanted.resource_class))
 
 
-def create(ctx: Any, wanted: Wanted) -> BaremetalAllocation:
+def create(ctx: RequestContext, wanted: Wanted) -> BaremetalAllocation:
     """A new allocation: ``active`` on a node it claimed, or ``error`` with
     Ironic's reason when no node qualifies.
 
@@ -341,7 +344,7 @@ def _backfill_problems(wanted: Wanted, node: node_obj.Node, holder: str, class_n
 
 
 @db_api.retry_on_conflict
-def backfill(ctx: Any, wanted: Wanted, node: node_obj.Node) -> BaremetalAllocation:
+def backfill(ctx: RequestContext, wanted: Wanted, node: node_obj.Node) -> BaremetalAllocation:
     """An ``active`` allocation for a node a consumer already holds: its
     uuid is the consumer's (``wanted.uuid`` may be empty, or must be that).
 
@@ -374,7 +377,7 @@ def backfill(ctx: Any, wanted: Wanted, node: node_obj.Node) -> BaremetalAllocati
 
 
 @db_api.retry_on_conflict
-def update(ctx: Any, uuid: str, *, name: str | None, extra: dict[str, Any]
+def update(ctx: RequestContext, uuid: str, *, name: str | None, extra: dict[str, Any]
            ) -> BaremetalAllocation:
     """Set the name and extra of an allocation."""
     with ctx.db.writer() as conn:
@@ -388,7 +391,7 @@ def update(ctx: Any, uuid: str, *, name: str | None, extra: dict[str, Any]
     return get(ctx, uuid)
 
 
-def delete(ctx: Any, uuid: str) -> None:
+def delete(ctx: RequestContext, uuid: str) -> None:
     """Remove the allocation and free its node: every Placement allocation
     of its consumer goes, in the same transaction."""
     release = allocation_obj.ConsumerClaim(consumer_uuid=uuid, resources={})

@@ -8,13 +8,16 @@ an allocation, and what a node's consumers hold; no writes.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import os_resource_classes
 import sqlalchemy as sa
 
 from placement import exceptions
 from placement.db import tables
+
+if TYPE_CHECKING:
+    from placement.context import RequestContext
 
 _RP = tables.resource_providers
 _INV = tables.inventories
@@ -42,7 +45,7 @@ def _nodes() -> sa.Select[Any]:
             .where(_RP.c.parent_provider_id.is_(None)))
 
 
-def get(ctx: Any, ident: str) -> Node:
+def get(ctx: RequestContext, ident: str) -> Node:
     """The node (root provider) with this uuid or name; BaremetalNodeNotFound."""
     with ctx.db.reader() as conn:
         row = conn.execute(_nodes().where(
@@ -52,7 +55,7 @@ def get(ctx: Any, ident: str) -> Node:
     return Node(*row)
 
 
-def find(ctx: Any, idents: Sequence[str]) -> dict[str, str]:
+def find(ctx: RequestContext, idents: Sequence[str]) -> dict[str, str]:
     """``{ident: node uuid}`` for node uuids or names;
     BaremetalNodesNotFound naming those that are neither."""
     wanted = sorted(set(idents))
