@@ -20,12 +20,15 @@ from placement.db.api import Database
 from placement.middleware import (
     body_size,
     fault,
+    metrics,
     microversion,
     noauth,
     request_log,
 )
 from placement.middleware.errors import VERSION_ENVIRON, error_response
 from placement.request import PlacementRequest
+from placement import routes
+from placement.policies import metrics as metrics_policy
 from placement.routes import Router
 
 LOG = logging.getLogger(__name__)
@@ -129,6 +132,8 @@ def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
       ``[oslo_middleware] enable_proxy_headers_parsing``), so ``Location``
       and links are right behind a TLS-terminating proxy;
     * request_log: one line for every request, refused ones included;
+    * metrics (``[metrics] enabled`` only): every request counted and
+      timed, refused ones included, by route template;
     * cors: answers preflights before authentication, as browsers need;
       only when ``[cors] allowed_origin`` is set, as otherwise it would
       still turn every failed ``OPTIONS`` into a 200;
@@ -147,22 +152,39 @@ def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
     app: WSGIApp = PlacementApp(conf, db, router, kept)
     app = body_size.BodySizeLimit(app, conf)
     app = versioning(app)
+    is_public = _public_paths(conf, router)
     if conf.api.auth_strategy == "noauth2":
-        app = noauth.NoAuthMiddleware(app, router.is_public)
+        app = noauth.NoAuthMiddleware(app, is_public)
     else:
         # Imported only here: keystonemiddleware is large, and noauth2
         # workers never use it.
         from placement.middleware import keystone
 
-        app = keystone.authenticated(app, conf, router.is_public)
+        app = keystone.authenticated(app, conf, is_public)
     conf.register_opts(cors.OPTS, group="cors")
     if conf.cors.allowed_origin:
         app = cors.CORS(app, conf)
+    if conf.metrics.enabled:
+        app = metrics.RequestMetrics(app, router.template)
     app = request_log.RequestLog(app)
     app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
     app = request_id.RequestId(app)
     app = fault.FaultWrapper(app)
     return app
+
+
+def _public_paths(conf: cfg.ConfigOpts, router: Router) -> Callable[[str], bool]:
+    """Which paths skip authentication: the router's public ones, and the
+    metrics routes while their policy rule lets anyone in (an operator's
+    ``"@"``, for scrapers without a token; re-read with the policy file)."""
+
+    def is_public(path: str) -> bool:
+        if router.is_public(path):
+            return True
+        return router.is_metrics(path) and policy.anyone_may(
+            conf, metrics_policy.VIEW)
+
+    return is_public
 
 
 def build_app(conf: cfg.ConfigOpts, db: Database | None = None,
@@ -184,5 +206,5 @@ def build_app(conf: cfg.ConfigOpts, db: Database | None = None,
 
         migration.upgrade(db)
     policy.init(conf)
-    return _stack(conf, db, router or Router(),
+    return _stack(conf, db, router or Router(routes.for_config(conf)),
                   versioning or microversion.MicroversionMiddleware, kept)

@@ -38,3 +38,9 @@ class RequestContext(oslo_context.RequestContext):
         if self._kept is None:
             self._kept = kept_store.of(self.db.engine)
         return self._kept
+
+    @property
+    def kept_if_used(self) -> kept_store.Kept | None:
+        """The store this request used, if it used one (without looking
+        one up, which would open the database)."""
+        return self._kept

@@ -24,6 +24,7 @@ from placement.schemas import (
     aggregate,
     allocation,
     allocation_candidate,
+    capacity,
     inventory,
     reshaper,
     resource_class,
@@ -69,6 +70,14 @@ _VERSION = _object(["id", "min_version", "max_version", "status", "links"],
                    status=_STRING, links=_LINKS)
 
 
+_NUMBER: Schema = {"type": "number"}
+_CLASS_FIGURES = _object(["total", "reserved", "capacity", "used", "free",
+                          "providers"], total=_INT, reserved=_INT,
+                         capacity=_NUMBER, used=_INT, free=_NUMBER,
+                         providers=_INT)
+_USED = _object(["used", "capacity"], used=_INT, capacity=_NUMBER)
+
+
 @dataclasses.dataclass(frozen=True)
 class Operation:
     """What the route table does not say about one handler."""
@@ -78,6 +87,8 @@ class Operation:
     success: dict[int, Schema | None]
     body: Schema | Versioned | None = None
     query: Schema | Versioned | None = None
+    # The success body's media type, when it is not JSON.
+    media_type: str = "application/json"
 
 
 OPERATIONS: dict[str, Operation] = {
@@ -200,6 +211,26 @@ OPERATIONS: dict[str, Operation] = {
     "reshaper:reshape": Operation(
         "Move inventories and allocations at once", {204: None},
         body=reshaper.RESHAPE),
+    "metrics:show_metrics": Operation(
+        "Metrics in the Prometheus text format ([metrics] enabled only)",
+        {200: None}, media_type="text/plain"),
+    "capacity:show_capacity": Operation(
+        "The cloud's capacity, and how many more of a request fit (JSON, or "
+        "the capacity page for text/html; [metrics] enabled only)",
+        {200: _object(
+            ["providers", "resource_classes", "aggregates", "flavors",
+             "fullest_hosts"],
+            fits=_INT, fits_by_aggregate=_map(_INT), hosts_with_room=_INT,
+            read_at=_STRING, providers=_INT,
+            resource_classes=_map(_CLASS_FIGURES),
+            aggregates=_map(_map(_CLASS_FIGURES)),
+            flavors=_map(_object(["query", "fits"], query=_STRING, fits=_INT,
+                                 fits_by_aggregate=_map(_INT))),
+            fullest_hosts={"type": "array", "items": _object(
+                ["name", "fullest", "resources"], name=_STRING,
+                fullest={"type": "number"}, resources=_map(_USED))},
+            trees={"type": "array", "items": {"type": "object"}})},
+        query=capacity.QUERY),
 }
 
 _ERROR_STATUSES = {
@@ -270,7 +301,9 @@ def _operation(route: Route, version: Version) -> dict[str, Any]:
     for status, body in spec.success.items():
         response: dict[str, Any] = {"description": spec.summary}
         if body is not None:
-            response["content"] = {"application/json": {"schema": body}}
+            response["content"] = {spec.media_type: {"schema": body}}
+        elif spec.media_type != "application/json":
+            response["content"] = {spec.media_type: {"schema": _STRING}}
         responses[str(status)] = response
     for status, title in _ERROR_STATUSES.items():
         responses[str(status)] = {"description": title, "content": {

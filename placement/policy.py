@@ -121,3 +121,15 @@ def authorize(ctx: RequestContext, rule: str, target: dict[str, Any] | None = No
         LOG.debug("Policy check for %s failed for user %s project %s roles %s",
                   rule, ctx.user_id, ctx.project_id, ctx.roles)
         raise
+
+
+def anyone_may(conf: cfg.ConfigOpts, rule: str) -> bool:
+    """Whether ``rule`` allows a request without any identity (an
+    operator's ``"@"``): such requests need no token."""
+    enforcer = get_enforcer(conf)
+    anonymous: dict[str, Any] = {"roles": [], "project_id": None, "user_id": None,
+                 "system_scope": None, "domain_id": None}
+    try:
+        return bool(enforcer.authorize(rule, {}, anonymous, do_raise=False))
+    except oslo_policy.InvalidScope:
+        return False

@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 import routes as routes_lib
 import webob
+from oslo_config import cfg
 
 from placement import errors
 
@@ -41,6 +42,9 @@ class Route:
     # Placement checks it on the reads that answer with a document, not on
     # writes, nor on the root document or the (bodiless) trait check.
     checks_accept: bool = True
+    # Served only with [metrics] enabled (see for_config); without it the
+    # URL does not exist.
+    metrics: bool = False
 
 
 _RP = "/resource_providers/{uuid}"
@@ -96,7 +100,22 @@ ROUTES: tuple[Route, ...] = (
           "allocation_candidate:list_allocation_candidates", (1, 10)),
     Route("GET", "/usages", "usage:get_total_usages", (1, 9)),
     Route("POST", "/reshaper", "reshaper:reshape", (1, 30)),
+    # Not in OpenStack Placement: the operator's views.  Unversioned, and
+    # they negotiate their own media types.
+    Route("GET", "/metrics", "metrics:show_metrics", checks_accept=False,
+          metrics=True),
+    Route("GET", "/capacity", "capacity:show_capacity", checks_accept=False,
+          metrics=True),
 )
+
+
+def for_config(conf: cfg.ConfigOpts, table: tuple[Route, ...] = ROUTES
+               ) -> tuple[Route, ...]:
+    """The routes this configuration serves: the metrics routes only with
+    ``[metrics] enabled``."""
+    if conf.metrics.enabled:
+        return table
+    return tuple(route for route in table if not route.metrics)
 
 
 def _resolve(name: str) -> Handler:
@@ -118,6 +137,7 @@ class Router:
                 self._mapper.connect(None, route.path, template=route.path)
             self._by_path[route.path].append((route, _resolve(route.handler)))
         self._public = {r.path for r in table if r.public}
+        self._metrics = {r.path for r in table if r.metrics}
 
     def _match(self, path: str) -> tuple[str, dict[str, str]] | None:
         match = self._mapper.match(path)
@@ -126,10 +146,22 @@ class Router:
         template = match.pop("template")
         return template, match
 
+    def template(self, path: str) -> str | None:
+        """The URL template ``path`` matches, if any (the metrics' route
+        label)."""
+        found = self._match(self._normal(path or "/"))
+        return None if found is None else found[0]
+
     def is_public(self, path: str) -> bool:
         """Whether a path is served without authentication (the root)."""
-        found = self._match(self._normal(path or "/"))
-        return found is not None and found[0] in self._public
+        template = self.template(path)
+        return template is not None and template in self._public
+
+    def is_metrics(self, path: str) -> bool:
+        """Whether a path is one of the metrics routes, which skip
+        authentication when their policy rule lets anyone in."""
+        template = self.template(path)
+        return template is not None and template in self._metrics
 
     def dispatch(
         self, method: str, path: str, version: Version

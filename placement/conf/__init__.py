@@ -16,7 +16,7 @@ import tempfile
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from placement.conf import api, database, paths, placement, policy
+from placement.conf import api, database, metrics, paths, placement, policy
 
 DEFAULT_CONFIG_FILES = ["/etc/placement/placement.conf"]
 
@@ -86,6 +86,7 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register every option the service reads on ``conf``."""
     api.register_opts(conf)
     database.register_opts(conf)
+    metrics.register_opts(conf)
     placement.register_opts(conf)
     paths.register_opts(conf)
     logging.register_options(conf)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
-from placement.conf import api, database, paths, placement, policy
+from placement.conf import api, database, metrics, paths, placement, policy
 
 
 def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:
@@ -13,6 +13,7 @@ def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:
         (api.GROUP.name, api.OPTS),
         (database.GROUP.name, database.OPTS),
         (placement.GROUP.name, placement.OPTS),
+        (metrics.GROUP.name, metrics.OPTS),
     ]
     # oslo.policy releases that dropped enforce_scope do not list it, but
     # placement still honours it, so the sample documents it here.

@@ -44,6 +44,8 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 
+from placement.metrics import instruments
+
 LOG = logging.getLogger(__name__)
 
 # Execution option marking a connection whose transactions write (SQLite
@@ -208,6 +210,8 @@ class Database:
         }
         facade.configure(**{k: v for k, v in options.items() if v is not None})
         self._facade = facade
+        # Whether statement times and pool state go to the metrics.
+        self._observed = bool(conf.metrics.enabled) if "metrics" in conf else False
         self._engine: sa.engine.Engine | None = None
         self._engine_lock = threading.Lock()
 
@@ -226,6 +230,10 @@ class Database:
                         # test the URL, before our connect listener existed;
                         # drop it so that every connection gets the settings.
                         engine.dispose()
+                    if self._observed:
+                        from placement.db import observe
+
+                        observe.watch(engine)
                     self._engine = engine
         return self._engine
 
@@ -401,14 +409,17 @@ def run_with_retries(write: str, attempt: Callable[[], T],
             except Exception as exc:
                 if lost < LOST_CONNECTION_RETRIES and lost_uncommitted(exc):
                     lost += 1
+                    instruments.write_retried(write, "lost_connection")
                     continue
                 if not (isinstance(exc, also) or collided(exc)):
                     outcome = "failed with %s" % type(exc).__name__
                     raise
+                instruments.write_collided(write, given_up=len(collisions) == retries)
                 if len(collisions) == retries:
                     outcome = "gave up"
                     raise
                 collisions.append(exc)
+                instruments.write_retried(write, "conflict")
             pause = min(_LONGEST_PAUSE, _FIRST_PAUSE * 2 ** (len(collisions) - 1))
             time.sleep(random.uniform(0, pause))
     finally:

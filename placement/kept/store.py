@@ -78,10 +78,17 @@ class Texts:
         self._by_key.pop(key, None)
 
 
+# What Kept.counts counts: ("hit" or "rebuild", kind), kinds being
+# "entry", "tree" and "candidate_list".  Running totals in plain integers,
+# read by the metrics after each request (placement.metrics.instruments).
+Counts = collections.Counter
+
+
 class Kept:
     """What one worker keeps of one database (see the package docstring)."""
 
     def __init__(self) -> None:
+        self.counts: collections.Counter[tuple[str, str]] = Counts()
         self.entries: dict[int, Entry] = {}
         self.trees: dict[int, Tree] = {}
         # Bucket (see search.BUCKET) -> {state text: its trees}.
@@ -90,7 +97,7 @@ class Kept:
         # /resource_providers read of it (see the listed property).
         self._listed: dict[int, Any] = {}
         self._tree_providers = 0
-        self.candidates = QueryCandidates()
+        self.candidates = QueryCandidates(self.counts)
         self._aggregate_uuids: dict[int, str] = {}
         self.aggregate_sets: dict[tuple[int, ...], frozenset[str]] = {}
         self._class_names: dict[int, str] = {}
@@ -104,15 +111,18 @@ class Kept:
         entry = self.entries.get(provider_id)
         if entry is None or entry.generation != generation or entry.uuid != uuid:
             return None
+        self.counts["hit", "entry"] += 1
         return entry
 
     def put(self, provider_id: int, entry: Entry) -> None:
+        self.counts["rebuild", "entry"] += 1
         if len(self.entries) >= MAX_ENTRIES:
             self.entries, self._shared = {}, {}
         self.entries[provider_id] = entry
 
     def put_tree(self, tree: Tree) -> None:
         """Keep ``tree`` in place of the tree of the same root."""
+        self.counts["rebuild", "tree"] += 1
         before = self.trees.get(tree.root_id)
         self._tree_providers += len(tree.providers) - (
             len(before.providers) if before is not None else 0)
@@ -127,7 +137,10 @@ class Kept:
         """The trees of a bucket's state ``text`` (see
         :func:`.search.parse_states`), if that very text was read before."""
         texts = self._buckets.get(bucket)
-        return None if texts is None else texts.get(text)
+        trees = None if texts is None else texts.get(text)
+        if trees is not None:
+            self.counts["hit", "tree"] += len(trees)
+        return trees
 
     def put_bucket(self, bucket: int, text: str, trees: tuple[Tree, ...]) -> None:
         """Keep the trees a bucket's state ``text`` gave.  A few texts per
@@ -231,13 +244,15 @@ class QueryCandidates:
     """Per query, a dict of what :mod:`.reuse` keeps for each tree (by
     root id), for the queries asked most recently."""
 
-    def __init__(self) -> None:
+    def __init__(self, counts: collections.Counter[tuple[str, str]] | None = None
+                 ) -> None:
         self._by_query: collections.OrderedDict[Hashable, dict[int, Any]] = (
             collections.OrderedDict())
         self._lock = threading.Lock()
         # Lists kept, at the last call of ``of`` (before what the search
         # then adds).
         self.lists = 0
+        self._counts = Counts() if counts is None else counts
 
     def of(self, query: Hashable) -> dict[int, Any]:
         """The lists kept for ``query`` (to read and add to).  Forgets the
@@ -248,7 +263,7 @@ class QueryCandidates:
         with self._lock:
             kept = self._by_query.get(query)
             if kept is None:
-                kept = self._by_query[query] = {}
+                kept = self._by_query[query] = _CountedLists(self._counts)
             else:
                 self._by_query.move_to_end(query)
             total = sum(len(lists) for lists in self._by_query.values())
@@ -266,6 +281,26 @@ class QueryCandidates:
         with self._lock:
             self._by_query = collections.OrderedDict()
             self.lists = 0
+
+
+class _CountedLists(dict[int, Any]):
+    """One query's lists by root id, counting the lists found and stored."""
+
+    __slots__ = ("_counts",)
+
+    def __init__(self, counts: collections.Counter[tuple[str, str]]) -> None:
+        super().__init__()
+        self._counts = counts
+
+    def get(self, key: int, default: Any = None) -> Any:
+        found = super().get(key, default)
+        if found is not None:
+            self._counts["hit", "candidate_list"] += 1
+        return found
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        self._counts["rebuild", "candidate_list"] += 1
+        super().__setitem__(key, value)
 
 
 class _Nothing(Kept):

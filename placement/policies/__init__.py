@@ -18,6 +18,7 @@ from placement.policies import (
     base,
     baremetal_allocation,
     inventory,
+    metrics,
     reshaper,
     resource_class,
     resource_provider,
@@ -40,4 +41,5 @@ def list_rules() -> list[policy.RuleDefault]:
         *allocation_candidate.rules(),
         *reshaper.rules(),
         *baremetal_allocation.rules(),
+        *metrics.rules(),
     ]

@@ -234,12 +234,34 @@ class BreadthFirstCandidatesFixture(APIFixture):
             "allocation_candidates_generation_strategy": "breadth-first"}}
 
 
+class MetricsFixture(APIFixture):
+    """``[metrics] enabled``, with two configured flavors (one of them
+    with a required trait) and no caching of the capacity figures, so each
+    request sees the writes before it."""
+
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        return {"metrics": {
+            "enabled": True, "capacity_interval": 0,
+            "capacity_requests": ["small:resources=VCPU:1,MEMORY_MB:512",
+                                  "fast:resources=VCPU:2&required=HW_CPU_X86_AVX2"]}}
+
+
+class MetricsOpenFixture(MetricsFixture):
+    """As MetricsFixture, with the metrics rule open to anyone (``"@"``):
+    scrapes without a token."""
+
+    def overrides(self, workdir: str) -> dict[str, dict[str, Any]]:
+        path = _policy_file(workdir, "policy.yaml", '"placement:metrics": "@"\n')
+        return {**super().overrides(workdir),
+                "oslo_policy": {"policy_file": path}}
+
+
 _FIXTURES = (APIFixture, LegacyPolicyFixture, OpenPolicyFixture,
              ClosedPolicyFixture, OperatorRolePolicyFixture, CORSFixture,
              BehindProxyFixture, SmallBodyLimitFixture,
              RandomizedCandidatesFixture,
              CappedCandidatesFixture, BreadthFirstCandidatesFixture,
-             BaremetalFixture)
+             BaremetalFixture, MetricsFixture, MetricsOpenFixture)
 
 
 def module_for(backend: str) -> types.ModuleType:

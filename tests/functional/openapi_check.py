@@ -37,10 +37,10 @@ def _validator(version: tuple[int, int], template: str, method: str,
     assert status in responses, (
         "%s %s answered %s at %s, which the OpenAPI document does not list"
         % (method.upper(), template, status, microversion.format_version(version)))
-    content = responses[status].get("content")
+    content = responses[status].get("content", {}).get("application/json")
     if content is None:
-        return None
-    schema = dict(content["application/json"]["schema"])
+        return None  # no body, or not JSON (GET /metrics)
+    schema = dict(content["schema"])
     schema["components"] = document["components"]
     return jsonschema.Draft202012Validator(schema)
 

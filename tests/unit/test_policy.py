@@ -67,6 +67,8 @@ BAREMETAL_RULES = {
     "baremetal:allocation:update": ADMIN_OR_SERVICE + " or (role:member and %s)" % _OWNER,
     "baremetal:allocation:delete": ADMIN_OR_SERVICE + " or (role:member and %s)" % _OWNER,
 }
+# The operator's views (GET /metrics, GET /capacity): not Placement's.
+METRICS_RULES = {"placement:metrics": "rule:admin_api"}
 BASE_RULES = {
     "admin_api": "role:admin",
     "service_api": "role:service",
@@ -84,7 +86,7 @@ def _rules() -> dict[str, oslo_policy.RuleDefault]:
 def test_every_rule_and_its_default() -> None:
     rules = _rules()
     assert {name: rule.check_str for name, rule in rules.items()} == {
-        **BASE_RULES, **RESOURCE_RULES, **BAREMETAL_RULES}
+        **BASE_RULES, **RESOURCE_RULES, **BAREMETAL_RULES, **METRICS_RULES}
 
 
 # Test ids must not contain ":", which gabbi's pytest plugin takes for its own.
