@@ -90,6 +90,9 @@ class Report:
     flavors: tuple[tuple[Flavor, Fits], ...]
     read_at: float
     took: float
+    # The report's Prometheus text, written by the first scrape that
+    # needs it (see exposition).
+    text: list[bytes] = dataclasses.field(default_factory=list, compare=False)
 
 
 def times(inventory: InventoryUse, amount: int) -> int:
@@ -257,27 +260,65 @@ def current(ctx: RequestContext, with_traits: bool = False) -> Report:
 
 
 def exposition(report: Report) -> bytes:
-    """The capacity gauges in the Prometheus text format.
+    """The capacity gauges in the Prometheus text format, written once per
+    report (scrapes within the interval send the same bytes).
 
     Written directly rather than through prometheus-client's collector
     objects: a cloud of 10,000 providers has over 100,000 samples, and a
-    sample object each costs more than the whole scrape may.
+    sample object each costs more than the whole scrape may.  The four
+    lines of an inventory are kept from one report to the next while its
+    figures are unchanged, as most are between two scrapes.
     """
+    if not report.text:
+        report.text.append(_written(report))
+    return report.text[0]
+
+
+# (provider name, class, total, reserved, ratio, used) -> the inventory's
+# line in each of openstack-exporter's four gauges.
+_LINES: dict[tuple[str, str, int, int, float, int], tuple[str, str, str, str]] = {}
+_EXPORTER_GAUGES = ("resource_allocation_ratio", "resource_reserved",
+                    "resource_total", "resource_usage")
+
+
+def _provider_lines(inventories: tuple[InventoryUse, ...]) -> list[list[str]]:
+    global _LINES
+    if len(_LINES) > 4 * len(inventories) + 1024:
+        _LINES = {}
+    kept = _LINES
+    columns: list[list[str]] = [[], [], [], []]
+    ratio, reserved, total, usage = columns
+    for i in inventories:
+        key = (i.provider_name, i.resource_class, i.total, i.reserved,
+               i.allocation_ratio, i.used)
+        lines = kept.get(key)
+        if lines is None:
+            labels = '{hostname="%s",resourcetype="%s"} ' % (
+                _escape(i.provider_name), i.resource_class)
+            lines = kept[key] = (
+                "openstack_placement_resource_allocation_ratio%s%s\n"
+                % (labels, _number(i.allocation_ratio)),
+                "openstack_placement_resource_reserved%s%d\n" % (labels, i.reserved),
+                "openstack_placement_resource_total%s%d\n" % (labels, i.total),
+                "openstack_placement_resource_usage%s%d\n" % (labels, i.used))
+        ratio.append(lines[0])
+        reserved.append(lines[1])
+        total.append(lines[2])
+        usage.append(lines[3])
+    return columns
+
+
+def _written(report: Report) -> bytes:
     figures = report.figures
     out: list[str] = []
-    per_provider = [(_labels(hostname=i.provider_name, resourcetype=i.resource_class), i)
-                    for i in figures.inventories]
     # openstack-exporter's names, labels and help texts, value for value.
     out.append("# HELP openstack_placement_up up\n# TYPE openstack_placement_up gauge\n"
                "openstack_placement_up 1\n")
-    for name, value in (("resource_allocation_ratio", lambda i: i.allocation_ratio),
-                        ("resource_reserved", lambda i: i.reserved),
-                        ("resource_total", lambda i: i.total),
-                        ("resource_usage", lambda i: i.used)):
+    for name, lines in zip(_EXPORTER_GAUGES, _provider_lines(figures.inventories),
+                           strict=True):
         metric = "openstack_placement_" + name
         out.append("# HELP %s %s\n# TYPE %s gauge\n" % (metric, name, metric))
-        out.append("".join(["%s%s %s\n" % (metric, labels, _number(value(i)))
-                            for labels, i in per_provider]))
+        out.append("".join(lines))
     _family(out, "placement_providers", "Resource providers in the cloud.",
             [("", figures.providers)])
     _class_families(out, "placement_resource_class", "of the whole cloud",

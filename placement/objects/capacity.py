@@ -12,8 +12,8 @@ a batch at a time.  Everywhere else the same rule is applied in Python
 candidate search on the trees it reads, where it also has to combine
 amounts, and by ``GET /resource_providers?resources=`` on each provider.
 
-:func:`read_figures` reads everything the operator's views show in four
-grouped queries and a few plain ones (see :class:`Figures`); what is derived from them (free
+:func:`read_figures` reads everything the operator's views show in a few
+queries (see :class:`Figures`); what is derived from them (free
 room, how many more of a flavor fit) is worked out by
 :mod:`placement.metrics.capacity`.
 """
@@ -161,15 +161,14 @@ class Figures:
     providers: int
 
 
-def _usage_per_inventory() -> sa.Subquery:
+def _usage_per_inventory() -> sa.Select[Any]:
     """What is allocated per (provider, class): one grouped pass over the
-    allocations."""
+    allocations index (provider, class, used)."""
     return (
         sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
                   # An integer on every backend (MySQL sums to DECIMAL).
-                  sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer).label("used"))
+                  sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer))
         .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)
-        .subquery("usage")
     )
 
 
@@ -183,86 +182,98 @@ def _members() -> sa.Subquery:
     return sa.union(direct, by_root).subquery("members")
 
 
-def _inventory_rows(usage: sa.Subquery) -> sa.Select[Any]:
-    root = _RP.alias("root")
-    return (
-        sa.select(_RP.c.id, _RP.c.name, _RP.c.uuid, _RP.c.root_provider_id,
-                  root.c.name, _RP.c.parent_provider_id, _RC.c.name, _INV.c.total,
-                  _INV.c.reserved, _INV.c.allocation_ratio, _INV.c.min_unit,
-                  _INV.c.max_unit, _INV.c.step_size,
-                  sa.func.coalesce(usage.c.used, 0))
-        .select_from(_INV)
-        .join(_RP, _RP.c.id == _INV.c.resource_provider_id)
-        .join(root, root.c.id == _RP.c.root_provider_id)
-        .join(_RC, _RC.c.id == _INV.c.resource_class_id)
-        .outerjoin(usage, sa.and_(
-            usage.c.resource_provider_id == _INV.c.resource_provider_id,
-            usage.c.resource_class_id == _INV.c.resource_class_id))
-        .order_by(_RP.c.id, _RC.c.name)
-    )
+def _inventory_rows() -> sa.Select[Any]:
+    return sa.select(_INV.c.resource_provider_id, _INV.c.resource_class_id,
+                     _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
+                     _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size)
 
 
-def _class_sums(usage: sa.Subquery, *group: Any) -> sa.Select[Any]:
-    """Per class (and whatever else ``group`` names, selected first): the
-    sums of :class:`ClassTotals`."""
-    return (
-        sa.select(*group, _RC.c.name,
-                  sa.func.sum(_INV.c.total), sa.func.sum(_INV.c.reserved),
-                  sa.func.sum((_INV.c.total - _INV.c.reserved)
-                              * _INV.c.allocation_ratio),
-                  sa.func.sum(sa.func.coalesce(usage.c.used, 0)),
-                  sa.func.count(sa.distinct(_INV.c.resource_provider_id)))
-        .select_from(_INV)
-        .join(_RC, _RC.c.id == _INV.c.resource_class_id)
-        .outerjoin(usage, sa.and_(
-            usage.c.resource_provider_id == _INV.c.resource_provider_id,
-            usage.c.resource_class_id == _INV.c.resource_class_id))
-        .group_by(*group, _RC.c.name)
-        .order_by(*group, _RC.c.name)
-    )
+def _providers() -> sa.Select[Any]:
+    return sa.select(_RP.c.id, _RP.c.name, _RP.c.uuid, _RP.c.root_provider_id,
+                     _RP.c.parent_provider_id).order_by(_RP.c.id)
 
 
-def _totals(row: Any) -> ClassTotals:
-    name, total, reserved, capacity, used, providers = row
-    return ClassTotals(name, int(total), int(reserved), float(capacity),
-                       int(used), int(providers))
+class _Sums:
+    """Running sums of one class, in one scope (the cloud, an aggregate)."""
+
+    __slots__ = ("total", "reserved", "capacity", "used", "providers")
+
+    def __init__(self) -> None:
+        self.total = self.reserved = self.used = self.providers = 0
+        self.capacity = 0.0
+
+    def add(self, inventory: InventoryUse) -> None:
+        self.total += inventory.total
+        self.reserved += inventory.reserved
+        self.capacity += inventory.capacity
+        self.used += inventory.used
+        self.providers += 1
+
+    def totals(self, resource_class: str) -> ClassTotals:
+        return ClassTotals(resource_class, self.total, self.reserved,
+                           self.capacity, self.used, self.providers)
 
 
 def read_figures(ctx: RequestContext, with_traits: bool = False) -> Figures:
-    """The capacity figures of the whole cloud, in one transaction (so
-    they agree with each other); the providers' traits only when asked."""
-    usage = _usage_per_inventory()
-    members = _members()
+    """The capacity figures of the whole cloud, read in one transaction (so
+    they agree with each other); the providers' traits only when asked.
+
+    The database sums the allocations per inventory (grouped, through the
+    allocations index) and works out aggregate membership; the sums per
+    class, of the cloud and of each aggregate, are then added up in one
+    pass over the inventory rows, which the per-provider gauges need
+    anyway: grouping them again in SQL would read every row twice more.
+    """
     with ctx.db.reader() as conn:
-        inventories = tuple(InventoryUse(*row) for row in conn.execute(
-            _inventory_rows(usage)))
-        cloud = tuple(_totals(row) for row in conn.execute(_class_sums(usage)))
-        aggregates: dict[str, list[ClassTotals]] = {}
-        in_aggregate = (_class_sums(usage, _AGG.c.uuid)
-                        .join(members, members.c.provider_id
-                              == _INV.c.resource_provider_id)
-                        .join(_AGG, _AGG.c.id == members.c.aggregate_id))
-        for row in conn.execute(in_aggregate):
-            aggregates.setdefault(row[0], []).append(_totals(row[1:]))
+        providers = {row[0]: row for row in conn.execute(_providers()).tuples()}
+        class_names = {cid: name for cid, name in conn.execute(
+            sa.select(_RC.c.id, _RC.c.name)).tuples()}
+        used = {(pid, cid): amount for pid, cid, amount
+                in conn.execute(_usage_per_inventory()).tuples()}
+        inventory_rows = conn.execute(_inventory_rows()).all()
+        members = _members()
         memberships: dict[int, set[str]] = {}
         for provider_id, uuid in conn.execute(
                 sa.select(members.c.provider_id, _AGG.c.uuid)
-                .join(_AGG, _AGG.c.id == members.c.aggregate_id)):
+                .join(_AGG, _AGG.c.id == members.c.aggregate_id)).tuples():
             memberships.setdefault(provider_id, set()).add(uuid)
         traits: dict[int, set[str]] = {}
         if with_traits:
             for provider_id, name in conn.execute(
                     sa.select(_RPT.c.resource_provider_id, _TRAITS.c.name)
-                    .join(_TRAITS, _TRAITS.c.id == _RPT.c.trait_id)):
+                    .join(_TRAITS, _TRAITS.c.id == _RPT.c.trait_id)).tuples():
                 traits.setdefault(provider_id, set()).add(name)
-        providers = conn.execute(sa.select(sa.func.count()).select_from(_RP)
-                                 ).scalar_one()
+    inventories = []
+    for pid, cid, total, reserved, ratio, min_unit, max_unit, step in inventory_rows:
+        _id, name, uuid, root_id, parent_id = providers[pid]
+        inventories.append(InventoryUse(
+            pid, name, uuid, root_id, providers[root_id][1], parent_id,
+            class_names[cid], total, reserved, ratio, min_unit, max_unit, step,
+            used.get((pid, cid), 0)))
+    inventories.sort(key=lambda i: (i.provider_id, i.resource_class))
+    frozen = {pid: frozenset(uuids) for pid, uuids in memberships.items()}
+    cloud: dict[str, _Sums] = {}
+    in_aggregates: dict[str, dict[str, _Sums]] = {}
+    for inventory in inventories:
+        rc = inventory.resource_class
+        sums = cloud.get(rc)
+        if sums is None:
+            sums = cloud[rc] = _Sums()
+        sums.add(inventory)
+        for aggregate in frozen.get(inventory.provider_id, ()):
+            by_class = in_aggregates.setdefault(aggregate, {})
+            sums = by_class.get(rc)
+            if sums is None:
+                sums = by_class[rc] = _Sums()
+            sums.add(inventory)
     return Figures(
-        inventories, cloud,
-        {uuid: tuple(rows) for uuid, rows in aggregates.items()},
-        {pid: frozenset(uuids) for pid, uuids in memberships.items()},
+        tuple(inventories),
+        tuple(sums.totals(rc) for rc, sums in sorted(cloud.items())),
+        {uuid: tuple(sums.totals(rc) for rc, sums in sorted(by_class.items()))
+         for uuid, by_class in sorted(in_aggregates.items())},
+        frozen,
         {pid: frozenset(names) for pid, names in traits.items()},
-        int(providers))
+        len(providers))
 
 
 def check_names(ctx: RequestContext, classes: Iterable[str],
