@@ -60,22 +60,41 @@ class Client:
         self.version_header = version_header
         self.version_prefix = version_prefix
 
-    def request(self, method: str, path: str, body: Any = None
-                ) -> tuple[int, Any]:
-        status, data = self.exchange(method, path, body)
-        return status, json.loads(data) if data else None
+    def request(self, method: str, path: str, body: Any = None,
+                headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        """Status and body: parsed JSON, or text when not JSON (GET
+        /metrics); ``headers`` as for :meth:`exchange`."""
+        status, data, content_type = self._exchange(method, path, body, headers)
+        if not data:
+            return status, None
+        if content_type.startswith("text/"):
+            return status, data.decode()
+        return status, json.loads(data)
 
     def exchange(self, method: str, path: str, body: Any = None,
                  timeout: float = 60) -> tuple[int, bytes]:
         """The status and the body as sent, unparsed."""
+        status, data, _type = self._exchange(method, path, body, None, timeout)
+        return status, data
+
+    def _exchange(self, method: str, path: str, body: Any,
+                  extra: dict[str, str] | None, timeout: float = 60
+                  ) -> tuple[int, bytes, str]:
+        """One request as the admin; ``extra`` headers are added, or taken
+        away when their value is None."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         headers = dict(HEADERS, **{
             self.version_header: self.version_prefix + self.version})
+        for name, value in (extra or {}).items():
+            if value is None:
+                headers.pop(name, None)
+            else:
+                headers[name] = value
         try:
             payload = json.dumps(body) if body is not None else None
             conn.request(method, path, body=payload, headers=headers)
             resp = conn.getresponse()
-            return resp.status, resp.read()
+            return resp.status, resp.read(), resp.getheader("content-type", "")
         finally:
             conn.close()
 
@@ -116,11 +135,15 @@ def _migrated(backend: str) -> Iterator[dict[str, str]]:
 
 
 @contextlib.contextmanager
-def serve(backend: str, workers: int = 1) -> Iterator[Client]:
-    """A migrated fresh database on ``backend`` served by gunicorn."""
-    with _migrated(backend) as env:
-        with _gunicorn(env, "placement.wsgi.api:application", workers,
-                       Client(free_port())) as client:
+def serve(backend: str, workers: int = 1, env: dict[str, str] | None = None,
+          options: tuple[str, ...] = ()) -> Iterator[Client]:
+    """A migrated fresh database on ``backend`` served by gunicorn, with
+    ``env`` added to the servers' environment and ``options`` to
+    gunicorn's command line."""
+    with _migrated(backend) as migrated_env:
+        with _gunicorn(dict(migrated_env, **(env or {})),
+                       "placement.wsgi.api:application", workers,
+                       Client(free_port()), options=options) as client:
             yield client
 
 
@@ -151,8 +174,8 @@ def serve_baremetal(backend: str, workers: int = 1
 
 @contextlib.contextmanager
 def _gunicorn(env: dict[str, str], application: str, workers: int,
-              client: Client, tracebacks_from: tuple[str, ...] = ()
-              ) -> Iterator[Client]:
+              client: Client, tracebacks_from: tuple[str, ...] = (),
+              options: tuple[str, ...] = ()) -> Iterator[Client]:
     """gunicorn serving ``application`` on the client's port."""
     # The log goes to a file, not a pipe: nobody reads a pipe while the
     # test runs, and a full one would block the workers.
@@ -160,7 +183,7 @@ def _gunicorn(env: dict[str, str], application: str, workers: int,
     process = subprocess.Popen(
         [os.path.join(BIN, "gunicorn"), "-w", str(workers),
          "-b", "127.0.0.1:%d" % client.port, "--timeout", "120",
-         application],
+         *options, application],
         env=env, stdout=log_file, stderr=subprocess.STDOUT,
         start_new_session=True)
     client.pid = process.pid  # gunicorn's master
