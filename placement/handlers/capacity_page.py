@@ -70,6 +70,7 @@ h3{font-size:.95rem;margin:.6rem 0 .3rem;word-break:break-all}
 table{border-collapse:collapse;width:100%;font-size:.85rem}
 td,th{text-align:left;padding:.25rem .35rem;border-bottom:1px solid #e6e9ee}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+code,td.meta,.label span{overflow-wrap:anywhere}.scroll{overflow-x:auto}
 form{display:flex;flex-wrap:wrap;gap:.4rem;margin:.3rem 0}
 input[type=text]{flex:1 1 14rem;padding:.4rem;font-size:1rem}
 button{padding:.4rem .8rem;font-size:1rem}
@@ -122,8 +123,9 @@ def _flavors(report: capacity.Report, base: str) -> str:
             '<td class="meta">%s</td></tr>'
             % (html.escape(flavor.name), html.escape(link), html.escape(flavor.name),
                html.escape(flavor.query), _number(fits.total), by_aggregate))
-    return ('<table><tr><th>Flavor</th><th>Request</th><th class="n">More fit</th>'
-            "<th>Per aggregate</th></tr>%s</table>" % "".join(rows))
+    return ('<div class="scroll"><table><tr><th>Flavor</th><th>Request</th>'
+            '<th class="n">More fit</th><th>Per aggregate</th></tr>%s</table></div>'
+            % "".join(rows))
 
 
 def _hosts(figures: Figures) -> str:
@@ -134,7 +136,7 @@ def _hosts(figures: Figures) -> str:
         rows.append('<div class="card"><h3>%s <span class="meta">%.0f%% full'
                     "</span></h3>%s</div>"
                     % (html.escape(host.name), host.fullest * 100, classes))
-    return '<div class="grid">%s</div>' % "".join(rows)
+    return '<div class="grid" id="hosts">%s</div>' % "".join(rows)
 
 
 def _tree(node: TreeNode) -> str:
