@@ -3,6 +3,7 @@
     python3 -m benchmarks run --db postgresql --upstream-venv PATH
     python3 -m benchmarks report [RESULTS.json] [--markdown | --rst] [--full]
     python3 -m benchmarks baremetal --db postgresql [--ironic-venv PATH]
+    .venv/bin/python -m benchmarks metrics [--providers 10000] [--db-url URL]
 
 ``report`` without a file reads the newest ``benchmarks/results/*.json``.
 """
@@ -60,7 +61,7 @@ def _report(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    commands = ("run", "report", "baremetal")
+    commands = ("run", "report", "baremetal", "metrics")
     if not argv or argv[0] not in commands:
         print(__doc__.strip(), file=sys.stderr)
         print("\ncommands: %s; add --help to either" % ", ".join(commands),
@@ -68,6 +69,10 @@ def main(argv: list[str]) -> int:
         return 2
     if argv[0] == "report":
         return _report(argv[1:])
+    if argv[0] == "metrics":
+        # In this process, with this repository's virtualenv: no kit.
+        from benchmarks import metrics
+        return metrics.main(argv[1:])
     # The shared kit must be on sys.path before the runner imports it.
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--shared-bench")
