@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import datetime
 import enum
 import functools
 import logging
@@ -454,6 +455,16 @@ def insert_unless_present(conn: sa.engine.Connection, table: sa.Table) -> Any:
     if dialect == "sqlite":
         return sa.dialects.sqlite.insert(table).on_conflict_do_nothing()
     return table.insert().prefix_with("IGNORE")  # MySQL and MariaDB
+
+
+def as_stored(conn: sa.engine.Connection, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` as the database will store and later return them, for
+    answering a write without reading it back: MySQL's DATETIME keeps
+    whole seconds (and MySQL rounds), the others keep microseconds."""
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        return values
+    return {key: value.replace(microsecond=0) if isinstance(value, datetime.datetime)
+            else value for key, value in values.items()}
 
 
 def retry_on_conflict(write: Callable[P, T]) -> Callable[P, T]:

@@ -217,12 +217,7 @@ def _insert_in(conn: sa.engine.Connection, values: dict[str, Any]
                ) -> BaremetalAllocation:
     """Insert a record, and return it; a name or uuid taken meanwhile is a
     Duplicate."""
-    if conn.dialect.name in ("mysql", "mariadb"):
-        # Their DATETIME keeps whole seconds (and MySQL rounds); return
-        # what a later read will show.
-        values = {key: value.replace(microsecond=0)
-                  if isinstance(value, datetime.datetime) else value
-                  for key, value in values.items()}
+    values = db_api.as_stored(conn, values)  # what a later read will show
     try:
         key = conn.execute(_BA.insert().values(**values)).inserted_primary_key
     except db_exc.DBDuplicateEntry as exc:
