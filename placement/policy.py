@@ -6,6 +6,14 @@ enforcer: the rules registered, the
 policy file operators supply (``policy_file``, YAML or JSON, re-read when
 it changes), and the check that handlers make through ``req.authorize()``.
 
+The enforcer remembers its decisions (:class:`Enforcer`): a check of the
+same rule for the same credentials and target gives the same answer as
+long as the rules are the same, and evaluating the rule tree again costs
+more than the rest of a small request's policy work.  The rules are still
+re-read as oslo.policy documents it (``load_rules`` runs before every
+check, so a changed policy file or ``policy_dirs`` applies to the next
+request), and every change of them forgets every decision.
+
 ``[oslo_policy] enforce_new_defaults`` (oslo.policy's option) decides
 whether the deprecated legacy default (``role:admin``) is still OR-ed into
 the rules.  ``enforce_scope`` decides whether a token whose scope is not
@@ -24,9 +32,12 @@ import copy
 import logging
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Hashable, Mapping
 
 from oslo_config import cfg
+# The check classes (role:, rule:, and, or...) are defined there; only
+# some are re-exported by oslo_policy.policy.
+from oslo_policy import _checks
 from oslo_policy import policy as oslo_policy
 
 from placement import policies
@@ -37,10 +48,91 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
+# How many decisions an enforcer remembers before it forgets them all (a
+# bound on memory: the keys hold user and project ids).
+DECISIONS_KEPT = 4096
+# Checks whose answer depends on nothing but the rules, the target and the
+# credentials; a rule using any other (an ``http:`` check asks a server) is
+# never remembered.
+_PURE_CHECKS = (_checks.TrueCheck, _checks.FalseCheck, _checks.RoleCheck,
+                _checks.GenericCheck, _checks.RuleCheck, _checks.NotCheck,
+                _checks.AndCheck, _checks.OrCheck)
+# What a remembered decision says: allowed, refused, or refused because the
+# token's scope is not one of the rule's.
+_ALLOWED, _REFUSED, _OUT_OF_SCOPE = "allowed", "refused", "out of scope"
+
+
+class Enforcer(oslo_policy.Enforcer):
+    """oslo.policy's enforcer, remembering its decisions per rule set.
+
+    Decisions are kept for one ``Rules`` object: oslo.policy builds a new
+    one, or fills it through ``set_rules``, whenever the policy file or a
+    policy directory changes, and both forget what was kept.  The kept
+    rules object is referenced, so its identity cannot pass to another.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        self._decisions: dict[Hashable, str] = {}
+        self._decided_under: Any = None
+        super().__init__(conf)
+
+    def set_rules(self, *args: Any, **kwargs: Any) -> None:
+        super().set_rules(*args, **kwargs)
+        self._decisions = {}
+
+    def decisions(self) -> dict[Hashable, str]:
+        """The decisions made under the current rules (checked for changes
+        of the policy files first, as ``enforce`` does)."""
+        self.load_rules()
+        if self._decided_under is not self.rules:
+            self._decisions = {}
+            self._decided_under = self.rules
+        elif len(self._decisions) >= DECISIONS_KEPT:
+            self._decisions = {}
+        return self._decisions
+
+    def pure(self, rule: str) -> bool:
+        """Whether ``rule``'s answer depends on the rules, the target and
+        the credentials only."""
+        pending: list[Any] = [self.rules.get(rule)]
+        seen: set[str] = {rule}
+        while pending:
+            check = pending.pop()
+            if check is None:
+                continue  # a missing rule fails closed, always
+            if type(check) not in _PURE_CHECKS:
+                return False
+            if isinstance(check, _checks.RuleCheck):
+                if check.match not in seen:
+                    seen.add(check.match)
+                    pending.append(self.rules.get(check.match))
+            elif isinstance(check, _checks.NotCheck):
+                pending.append(check.rule)
+            elif isinstance(check, (_checks.AndCheck, _checks.OrCheck)):
+                pending.extend(check.rules)
+        return True
+
+
+def _frozen(value: Any) -> Hashable:
+    """``value`` (credentials or a target: mappings, lists, scalars) as a
+    hashable key; TypeError for anything else."""
+    if value is None or type(value) in _SCALARS:
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, Mapping):
+        return tuple(sorted((key, _frozen(item)) for key, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    hash(value)
+    return value  # type: ignore[no-any-return]
+
+
+_SCALARS = frozenset({str, int, bool, float})
+
+
 # One enforcer per configuration object.  Keyed by id() because ConfigOpts
 # is not hashable; the weak reference tells a live entry from a dead
 # configuration whose id() was reused.
-_ENFORCERS: dict[int, tuple[weakref.ref[cfg.ConfigOpts], oslo_policy.Enforcer]] = {}
+_ENFORCERS: dict[int, tuple[weakref.ref[cfg.ConfigOpts], Enforcer]] = {}
 
 
 def scope_enforced(conf: cfg.ConfigOpts) -> bool:
@@ -75,7 +167,7 @@ def _config_for_tools() -> cfg.ConfigOpts:
     return placement_conf.load(default_config_files=files or None)
 
 
-def get_enforcer(conf: cfg.ConfigOpts | None = None) -> oslo_policy.Enforcer:
+def get_enforcer(conf: cfg.ConfigOpts | None = None) -> Enforcer:
     """The enforcer for ``conf``; also the ``oslo.policy.enforcer`` entry
     point that ``oslopolicy-policy-generator`` and friends call."""
     if conf is None:
@@ -83,13 +175,13 @@ def get_enforcer(conf: cfg.ConfigOpts | None = None) -> oslo_policy.Enforcer:
     entry = _ENFORCERS.get(id(conf))
     if entry is not None and entry[0]() is conf:
         return entry[1]
-    enforcer = oslo_policy.Enforcer(conf)
+    enforcer = Enforcer(conf)
     enforcer.register_defaults(_registered_rules(conf))
     _ENFORCERS[id(conf)] = (weakref.ref(conf), enforcer)
     return enforcer
 
 
-def init(conf: cfg.ConfigOpts) -> oslo_policy.Enforcer:
+def init(conf: cfg.ConfigOpts) -> Enforcer:
     """Build the enforcer for ``conf`` and load the policy file now, so that
     a broken file stops the service at start rather than at the first
     request."""
@@ -111,16 +203,38 @@ def authorize(ctx: RequestContext, rule: str, target: dict[str, Any] | None = No
     enforcer = get_enforcer(ctx.config)
     if target is None:
         target = {"project_id": ctx.project_id, "user_id": ctx.user_id}
+    decisions = enforcer.decisions()
+    creds = ctx.to_policy_values()
+    try:
+        key: Hashable = (rule, _frozen(target), _frozen(creds))
+    except TypeError:  # something unhashable: decide, and do not remember
+        key = None
+    decision = decisions.get(key) if key is not None else None
+    if decision is None:
+        decision = _decide(enforcer, rule, target, ctx)
+        if key is not None and enforcer.pure(rule):
+            decisions[key] = decision
+    if decision == _ALLOWED:
+        return
+    if decision == _OUT_OF_SCOPE:
+        LOG.debug("Policy check for %s refused: token scope is not one of %s",
+                  rule, enforcer.registered_rules[rule].scope_types)
+    else:
+        LOG.debug("Policy check for %s failed for user %s project %s roles %s",
+                  rule, ctx.user_id, ctx.project_id, ctx.roles)
+    raise oslo_policy.PolicyNotAuthorized(rule, target, dict(creds))
+
+
+def _decide(enforcer: Enforcer, rule: str, target: dict[str, Any],
+            ctx: RequestContext) -> str:
+    """oslo.policy's own answer."""
     try:
         enforcer.authorize(rule, target, ctx, do_raise=True)
     except oslo_policy.InvalidScope:
-        LOG.debug("Policy check for %s refused: token scope is not one of %s",
-                  rule, enforcer.registered_rules[rule].scope_types)
-        raise oslo_policy.PolicyNotAuthorized(rule, target, {}) from None
+        return _OUT_OF_SCOPE
     except oslo_policy.PolicyNotAuthorized:
-        LOG.debug("Policy check for %s failed for user %s project %s roles %s",
-                  rule, ctx.user_id, ctx.project_id, ctx.roles)
-        raise
+        return _REFUSED
+    return _ALLOWED
 
 
 def anyone_may(conf: cfg.ConfigOpts, rule: str) -> bool:

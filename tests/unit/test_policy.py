@@ -314,3 +314,74 @@ def test_policy_generator_shows_the_operator_file(tmp_path: Any) -> None:
     assert '"placement:traits:list": "role:x"' in effective
     assert ('"placement:resource_providers:list": "rule:admin_or_service_api"'
             in effective)
+
+
+def _oslo_policy_allows(enforcer: oslo_policy.Enforcer, ctx: RequestContext,
+                        rule: str, target: dict[str, Any]) -> bool:
+    """oslo.policy's own answer, from an enforcer that remembers nothing."""
+    try:
+        return bool(enforcer.authorize(rule, target, ctx, do_raise=True))
+    except (oslo_policy.PolicyNotAuthorized, oslo_policy.InvalidScope):
+        return False
+
+
+@pytest.mark.parametrize("enforce_new_defaults", [True, False])
+def test_remembered_decisions_are_oslo_policys(tmp_path: Any,
+                                               enforce_new_defaults: bool) -> None:
+    conf = _conf(tmp_path, enforce_new_defaults=enforce_new_defaults)
+    personas = [_ctx(conf, ["admin"]), _ctx(conf, ["service"]),
+                _ctx(conf, ["reader"]), _ctx(conf, ["member"], project="p2"),
+                _ctx(conf, []), _ctx(conf, ["admin"], system="all")]
+    targets = [None, {"project_id": "p2", "user_id": "u1"},
+               {"allocation": {"owner": "p1"}}]
+    reference = oslo_policy.Enforcer(conf)
+    reference.register_defaults(policy._registered_rules(conf))
+    try:
+        policy.init(conf)
+        for _round in range(2):  # the second round answers from memory
+            for name in _rules():
+                for ctx in personas:
+                    for target in targets:
+                        expected = _oslo_policy_allows(
+                            reference, ctx, name, target or {
+                                "project_id": ctx.project_id, "user_id": ctx.user_id})
+                        assert _allowed(ctx, name, target) == expected, (
+                            name, ctx.roles, target)
+        assert policy.get_enforcer(conf).decisions()
+    finally:
+        conf.reset()
+
+
+def test_policy_dir_changes_are_picked_up(tmp_path: Any) -> None:
+    directory = tmp_path / "policy.d"
+    directory.mkdir()
+    conf = _conf(tmp_path)
+    conf.set_override("policy_dirs", [str(directory)], group="oslo_policy")
+    try:
+        policy.init(conf)
+        assert _allowed(_ctx(conf, ["admin"]), "placement:traits:list")
+        assert _allowed(_ctx(conf, ["admin"]), "placement:traits:list")
+        rule_file = directory / "traits.yaml"
+        rule_file.write_text('"placement:traits:list": "!"\n')
+        stamp = time.time() + 5
+        os.utime(rule_file, (stamp, stamp))
+        os.utime(directory, (stamp, stamp))
+        assert not _allowed(_ctx(conf, ["admin"]), "placement:traits:list")
+    finally:
+        conf.reset()
+
+
+def test_a_rule_asking_a_server_is_never_remembered(tmp_path: Any) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text('"placement:traits:list": "http://127.0.0.1:9/check"\n'
+                    '"placement:traits:show": "role:admin or rule:placement:traits:list"\n'
+                    '"placement:usages": "role:admin"\n')
+    conf = _conf(tmp_path, policy_file=str(path))
+    try:
+        enforcer = policy.init(conf)
+        assert not enforcer.pure("placement:traits:list")
+        assert not enforcer.pure("placement:traits:show")
+        assert enforcer.pure("placement:usages")
+        assert enforcer.pure("placement:no_such_rule")
+    finally:
+        conf.reset()
