@@ -275,13 +275,17 @@ class Database:
         try:
             with self.engine.connect() as conn:
                 conn.execution_options(**{WRITE_OPTION: True})
+                conn.info.pop(_XID_INFO, None)
                 with conn.begin():
                     yield conn
                     if self.dialect == "postgresql":
                         # Which transaction we are (NULL when it wrote
-                        # nothing), to learn its fate if COMMIT is lost.
-                        xid = conn.exec_driver_sql(
-                            "SELECT txid_current_if_assigned()").scalar()
+                        # nothing), to learn its fate if COMMIT is lost;
+                        # lock_providers has read it when it ran.
+                        xid = conn.info.pop(_XID_INFO, None)
+                        if xid is None:
+                            xid = conn.exec_driver_sql(
+                                "SELECT txid_current_if_assigned()").scalar()
                         if xid is None:
                             return  # nothing to commit, nothing to lose
                     # COMMIT is sent on leaving the block.
@@ -529,6 +533,28 @@ def _tune_mysql(engine: sa.engine.Engine) -> None:
 _TUNING = {"sqlite": _tune_sqlite, "mysql": _tune_mysql}
 
 
+# Where lock_providers leaves the PostgreSQL transaction id it read with
+# the locks, for Database.writer (the connection's info lives as long as
+# the pooled connection: the writer clears it when it starts).
+_XID_INFO = "placement_xid"
+
+
+@functools.cache
+def _lock_statement(with_xid: bool) -> sa.Select[Any]:
+    from placement.db import tables
+
+    rp = tables.resource_providers
+    columns: list[Any] = [rp.c.id]
+    if with_xid:
+        # Taking row locks gives the transaction its id anyway; reading it
+        # here spares the writer a round trip before COMMIT.
+        columns.append(sa.func.txid_current())
+    return (sa.select(*columns)
+            .where(rp.c.id.in_(sa.bindparam("provider_ids", expanding=True)))
+            .order_by(rp.c.id)
+            .with_for_update())
+
+
 def lock_providers(conn: sa.engine.Connection, provider_ids: list[int]) -> None:
     """Hold row locks on these providers until the transaction ends.
 
@@ -539,14 +565,11 @@ def lock_providers(conn: sa.engine.Connection, provider_ids: list[int]) -> None:
     it comes before any read of usage so that, under MySQL's REPEATABLE READ,
     the transaction's snapshot is taken after the previous writer committed.
     """
-    if not provider_ids or conn.dialect.name == "sqlite":
+    dialect = conn.dialect.name
+    if not provider_ids or dialect == "sqlite":
         return
-    from placement.db import tables
-
-    rp = tables.resource_providers
-    conn.execute(
-        sa.select(rp.c.id)
-        .where(rp.c.id.in_(sorted(set(provider_ids))))
-        .order_by(rp.c.id)
-        .with_for_update()
-    ).all()
+    postgresql = dialect == "postgresql"
+    rows = conn.execute(_lock_statement(postgresql),
+                        {"provider_ids": sorted(set(provider_ids))}).all()
+    if postgresql and rows:
+        conn.info[_XID_INFO] = rows[0][1]

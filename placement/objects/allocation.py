@@ -4,7 +4,10 @@ without ever overcommitting a provider.
 How a write stays right under concurrency (``replace_all``):
 
 1. *Plan* (one query; see :func:`writing`): resolve provider uuids and
-   class names to ids, and read the consumers' rows and allocations.
+   class names to ids, read the consumers' rows and allocations, and the
+   ids of the projects, users and consumer types the claims name.  The
+   statements of a write are built once (bound parameters, expanding
+   ``IN`` lists), so a claim costs SQLAlchemy no statement construction.
 2. *Write*, in one writer transaction whose first statement after the
    plan is ``db.api.lock_providers`` on every provider involved (those
    claimed from and those the consumers leave), in id order.  Writers of
@@ -36,6 +39,7 @@ import collections
 import contextlib
 import dataclasses
 import datetime
+import functools
 import logging
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TYPE_CHECKING, TypeVar
 
@@ -115,6 +119,9 @@ class Plan:
     also_locked: dict[str, int]
     # Project and user of consumers created before microversion 1.8.
     incomplete: tuple[str, str]
+    # Ids of the projects, users and consumer types the claims name, as
+    # far as they existed when the plan was read.
+    identities: consumer_obj.Identities | None = None
 
     @property
     def consumer_uuids(self) -> list[str]:
@@ -149,28 +156,55 @@ def with_retries(ctx: RequestContext, write: str, attempt: Callable[[], T]) -> T
 _PROVIDER, _CLASS = 0, 1
 
 
-def _lookups(conn: sa.engine.Connection, provider_uuids: Sequence[str],
-             consumer_uuids: Sequence[str], class_names: set[str]
-             ) -> tuple[dict[str, int], dict[str, int],
-                        dict[str, consumer_obj.StoredConsumer],
-                        list[consumer_obj.StoredAllocation]]:
-    """Provider ids by uuid, class ids by name, and the consumers' rows and
-    allocations -- in one round trip (none when there is nothing to look up)."""
-    if not (provider_uuids or consumer_uuids or class_names):
-        return {}, {}, {}, []
+@functools.cache
+def _lookup_statement() -> sa.CompoundSelect:
+    """Everything a write resolves before its locks, by the expanding
+    parameters ``provider_uuids``, ``class_names``, ``consumer_uuids``,
+    ``projects``, ``users`` and ``consumer_types``; built once."""
     rc = tables.resource_classes
     padding = [sa.cast(sa.null(), sa.Integer)] * 4
-    parts = [
+    return sa.union_all(
         sa.select(sa.literal(_PROVIDER, sa.Integer), _RP.c.uuid, _RP.c.id, *padding)
-        .where(_RP.c.uuid.in_(sorted(set(provider_uuids)))),
+        .where(_RP.c.uuid.in_(sa.bindparam("provider_uuids", expanding=True))),
         sa.select(sa.literal(_CLASS, sa.Integer), rc.c.name, rc.c.id, *padding)
-        .where(rc.c.name.in_(sorted(class_names))),
-        *consumer_obj.stored_selects(consumer_uuids),
-    ]
-    rows = conn.execute(sa.union_all(*parts)).all()
+        .where(rc.c.name.in_(sa.bindparam("class_names", expanding=True))),
+        *consumer_obj.stored_selects(),
+        *consumer_obj.identity_selects(),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Found:
+    providers: dict[str, int]
+    classes: dict[str, int]
+    stored: dict[str, consumer_obj.StoredConsumer]
+    old: list[consumer_obj.StoredAllocation]
+    identities: consumer_obj.Identities | None
+
+
+def _lookups(conn: sa.engine.Connection, provider_uuids: Sequence[str],
+             claims: Sequence[ConsumerClaim], class_names: set[str],
+             incomplete: tuple[str, str]) -> _Found:
+    """Provider ids by uuid, class ids by name, the consumers' rows and
+    allocations, and the ids of the projects, users and consumer types the
+    claims name -- in one round trip (none when there is nothing to look up)."""
+    if not (provider_uuids or claims or class_names):
+        return _Found({}, {}, {}, [], None)
+    keeping = [claim for claim in claims if claim.resources]
+    project, user = incomplete
+    rows = conn.execute(_lookup_statement(), {
+        "provider_uuids": sorted(set(provider_uuids)),
+        "class_names": sorted(class_names),
+        "consumer_uuids": sorted({claim.consumer_uuid for claim in claims}),
+        "projects": sorted({claim.project_id or project for claim in keeping}),
+        "users": sorted({claim.user_id or user for claim in keeping}),
+        "consumer_types": sorted({claim.consumer_type for claim in keeping
+                                  if claim.consumer_type}),
+    }).all()
     providers = {row[1]: row[2] for row in rows if row[0] == _PROVIDER}
     classes = {row[1]: row[2] for row in rows if row[0] == _CLASS}
-    return (providers, classes, *consumer_obj.split_stored(rows))
+    stored, old, identities = consumer_obj.split_stored(rows)
+    return _Found(providers, classes, stored, old, identities)
 
 
 def _first_missing(wanted: Iterable[str], found: Mapping[str, int]) -> str | None:
@@ -183,21 +217,22 @@ def _prepare_in(conn: sa.engine.Connection, ctx: RequestContext,
         uuid for claim in claims for uuid in claim.resources))
     class_names = {name for claim in claims
                    for resources in claim.resources.values() for name in resources}
-    known, class_ids, stored, old = _lookups(
-        conn, [*provider_uuids, *also_lock],
-        [claim.consumer_uuid for claim in claims], class_names)
-    provider_ids = {uuid: known[uuid] for uuid in provider_uuids if uuid in known}
     placement_conf = ctx.config.placement
+    incomplete = (placement_conf.incomplete_consumer_project_id,
+                  placement_conf.incomplete_consumer_user_id)
+    found = _lookups(conn, [*provider_uuids, *also_lock], claims, class_names,
+                     incomplete)
+    known = found.providers
+    provider_ids = {uuid: known[uuid] for uuid in provider_uuids if uuid in known}
     return Plan(claims=tuple(claims), provider_ids=provider_ids,
                 missing_provider=_first_missing(provider_uuids, provider_ids),
-                class_ids=class_ids,
-                missing_class=_first_missing(sorted(class_names), class_ids),
-                state=WriteState(stored=stored, old=tuple(old)),
+                class_ids=found.classes,
+                missing_class=_first_missing(sorted(class_names), found.classes),
+                state=WriteState(stored=found.stored, old=tuple(found.old)),
                 lock_ids=frozenset(known.values())
-                | {row.resource_provider_id for row in old},
+                | {row.resource_provider_id for row in found.old},
                 also_locked={uuid: known[uuid] for uuid in also_lock if uuid in known},
-                incomplete=(placement_conf.incomplete_consumer_project_id,
-                            placement_conf.incomplete_consumer_user_id))
+                incomplete=incomplete, identities=found.identities)
 
 
 Claims = Sequence[ConsumerClaim]
@@ -272,7 +307,8 @@ def _consumer_writes(conn: sa.engine.Connection, plan: Plan
     ids = consumer_obj.resolve_identities_in(
         conn, {claim.project_id or project for claim in keeping},
         {claim.user_id or user for claim in keeping},
-        {claim.consumer_type for claim in keeping if claim.consumer_type})
+        {claim.consumer_type for claim in keeping if claim.consumer_type},
+        known=plan.identities)
     return [
         consumer_obj.ConsumerWrite(
             uuid=claim.consumer_uuid,
@@ -284,11 +320,20 @@ def _consumer_writes(conn: sa.engine.Connection, plan: Plan
         for claim in plan.claims]
 
 
+# Statements of the write, built once: a write runs them with its values.
+_DELETE_ALLOCATIONS = _ALLOC.delete().where(
+    _ALLOC.c.id.in_(sa.bindparam("allocation_ids", expanding=True)))
+_INSERT_ALLOCATIONS = _ALLOC.insert()
+_BUMP = (_RP.update()
+         .where(_RP.c.id.in_(sa.bindparam("provider_ids", expanding=True)))
+         .values(generation=_RP.c.generation + 1, updated_at=sa.bindparam("now")))
+
+
 def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
     """Replace the allocations and save the consumers."""
     if state.old:
-        conn.execute(_ALLOC.delete().where(
-            _ALLOC.c.id.in_([row.id for row in state.old])))
+        conn.execute(_DELETE_ALLOCATIONS,
+                     {"allocation_ids": [row.id for row in state.old]})
     now = _utcnow()
     rows = [
         {"resource_provider_id": plan.provider_ids[provider_uuid],
@@ -299,7 +344,7 @@ def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
         for name, amount in resources.items()
     ]
     if rows:
-        conn.execute(_ALLOC.insert(), rows)
+        conn.execute(_INSERT_ALLOCATIONS, rows)
     consumer_obj.save_in(conn, _consumer_writes(conn, plan), state.stored)
 
 
@@ -319,8 +364,7 @@ def bump_providers_in(conn: sa.engine.Connection, provider_ids: Iterable[int]) -
     """Increment the generation of providers this transaction has locked."""
     ids = sorted(set(provider_ids))
     if ids:
-        conn.execute(_RP.update().where(_RP.c.id.in_(ids)).values(
-            generation=_RP.c.generation + 1, updated_at=_utcnow()))
+        conn.execute(_BUMP, {"provider_ids": ids, "now": _utcnow()})
 
 
 def check_capacity_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import logging
 from typing import Any, Iterable, Sequence
 
@@ -37,9 +38,10 @@ _TYPES = tables.consumer_types
 
 # How GET shows the type of consumers written before microversion 1.38.
 UNKNOWN_TYPE = "unknown"
-# Tags of the rows of stored_selects().
+# Tags of the rows of stored_selects() and identity_selects().
 STORED_CONSUMER = 10
 STORED_ALLOCATION = 11
+_IDENTITY_TAGS = (20, 21, 22)  # projects, users, consumer types
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,21 +96,37 @@ def _tables() -> tuple[tuple[sa.Table, sa.Column[Any]], ...]:
             (_TYPES, _TYPES.c.name))
 
 
+def identity_selects() -> list[sa.Select[Any]]:
+    """Queries for the ids of projects, users and consumer types by the
+    expanding parameters ``projects``, ``users`` and ``consumer_types``,
+    tagged and padded to seven columns like :func:`stored_selects`, so
+    that a caller can read them in its own round trip; :func:`split_stored`
+    sorts the rows back out."""
+    padding = [sa.cast(sa.null(), sa.Integer)] * 4
+    return [
+        sa.select(sa.literal(tag, sa.Integer), column, table.c.id, *padding)
+        .where(column.in_(sa.bindparam(parameter, expanding=True)))
+        for tag, (table, column), parameter in zip(
+            _IDENTITY_TAGS, _tables(), ("projects", "users", "consumer_types"),
+            strict=True)
+    ]
+
+
+@functools.cache
+def _lookup_statement() -> sa.CompoundSelect:
+    return sa.union_all(*identity_selects())
+
+
 def _lookup_all(conn: sa.engine.Connection, wanted: tuple[set[str], ...]
                 ) -> list[dict[str, int]]:
     """Ids of the existing names of each table, in one round trip."""
-    parts = [
-        sa.select(sa.literal(kind, sa.Integer), column, table.c.id)
-        .where(column.in_(sorted(names)))
-        for kind, ((table, column), names) in enumerate(zip(_tables(), wanted,
-                                                            strict=True))
-        if names
-    ]
-    found: list[dict[str, int]] = [{}, {}, {}]
-    if parts:
-        for kind, name, id_ in conn.execute(sa.union_all(*parts)).all():
-            found[kind][name] = id_
-    return found
+    if not any(wanted):
+        return [{}, {}, {}]
+    rows = conn.execute(_lookup_statement(), {
+        "projects": sorted(wanted[0]), "users": sorted(wanted[1]),
+        "consumer_types": sorted(wanted[2])}).all()
+    identities = split_stored(rows)[2]
+    return [identities.projects, identities.users, identities.types]
 
 
 def _insert_missing(conn: sa.engine.Connection, table: sa.Table,
@@ -125,11 +143,22 @@ def _insert_missing(conn: sa.engine.Connection, table: sa.Table,
 
 
 def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
-                          users: set[str], types: set[str]) -> Identities:
+                          users: set[str], types: set[str],
+                          known: Identities | None = None) -> Identities:
     """Row ids of these projects, users and consumer types, creating the
-    missing ones in the caller's transaction."""
+    missing ones in the caller's transaction.  ``known`` are ids the caller
+    already read (they are never removed, so they cannot have gone since);
+    without it, or when it lacks some, the missing ones are looked up."""
     wanted = (projects, users, types)
-    found = _lookup_all(conn, wanted)
+    if known is None:
+        found = _lookup_all(conn, wanted)
+    else:
+        found = [{name: ids[name] for name in names if name in ids}
+                 for names, ids in zip(wanted, (known.projects, known.users,
+                                                known.types), strict=True)]
+        if any(len(have) < len(names) for have, names in zip(found, wanted,
+                                                               strict=True)):
+            found = _lookup_all(conn, wanted)
     for (table, column), names, have in zip(_tables(), wanted, found, strict=True):
         missing = sorted(names - set(have))
         if not missing:
@@ -148,16 +177,17 @@ def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
     return Identities(*found)
 
 
-def stored_selects(uuids: Sequence[str]) -> list[sa.Select[Any]]:
-    """Queries for the consumers' rows and their allocations, tagged and
-    padded to seven columns so that a caller can add them to a UNION of
-    its own; :func:`split_stored` sorts the rows back out.
+def stored_selects() -> list[sa.Select[Any]]:
+    """Queries for the consumers' rows and their allocations, by the
+    expanding parameter ``consumer_uuids``, tagged and padded to seven
+    columns so that a caller can add them to a UNION of its own;
+    :func:`split_stored` sorts the rows back out.
 
     Allocations are read by consumer uuid, not joined to the consumer rows,
     so that none is missed even if its consumer row were missing.
     """
     c, a = _CONSUMERS, tables.allocations
-    wanted = sorted(set(uuids))
+    wanted: sa.BindParameter[Any] = sa.bindparam("consumer_uuids", expanding=True)
     return [
         sa.select(sa.literal(STORED_CONSUMER, sa.Integer), c.c.uuid, c.c.id,
                   c.c.project_id, c.c.user_id, c.c.generation, c.c.consumer_type_id)
@@ -170,15 +200,22 @@ def stored_selects(uuids: Sequence[str]) -> list[sa.Select[Any]]:
 
 
 def split_stored(rows: Iterable[Sequence[Any]]
-                 ) -> tuple[dict[str, StoredConsumer], list[StoredAllocation]]:
+                 ) -> tuple[dict[str, StoredConsumer], list[StoredAllocation], Identities]:
+    """The consumers, allocations and identities among rows of
+    :func:`stored_selects` and :func:`identity_selects`."""
     consumers: dict[str, StoredConsumer] = {}
     allocations: list[StoredAllocation] = []
+    identities = Identities({}, {}, {})
+    by_tag = dict(zip(_IDENTITY_TAGS, (identities.projects, identities.users,
+                                       identities.types), strict=True))
     for kind, uuid, id_, first, second, third, fourth in rows:
         if kind == STORED_CONSUMER:
             consumers[uuid] = StoredConsumer(id_, uuid, first, second, third, fourth)
         elif kind == STORED_ALLOCATION:
             allocations.append(StoredAllocation(id_, uuid, first, second, third))
-    return consumers, allocations
+        elif kind in by_tag:
+            by_tag[kind][uuid] = id_
+    return consumers, allocations, identities
 
 
 def _public_select() -> sa.Select[Any]:
@@ -233,6 +270,21 @@ class ConsumerChanged(Exception):
     """A consumer row changed since it was read: the write must start over."""
 
 
+# The statements of save_in, built once: a write runs them with its values.
+_UPDATE = (_CONSUMERS.update()
+           .where(_CONSUMERS.c.id == sa.bindparam("row_id"),
+                  _CONSUMERS.c.generation == sa.bindparam("read_generation"))
+           .values(generation=sa.bindparam("new_generation"),
+                   updated_at=sa.bindparam("now"),
+                   project_id=sa.bindparam("new_project_id"),
+                   user_id=sa.bindparam("new_user_id"),
+                   consumer_type_id=sa.bindparam("new_type_id")))
+_DELETE = _CONSUMERS.delete().where(
+    _CONSUMERS.c.id == sa.bindparam("row_id"),
+    _CONSUMERS.c.generation == sa.bindparam("read_generation"))
+_INSERT = _CONSUMERS.insert()
+
+
 def save_in(conn: sa.engine.Connection, writes: list[ConsumerWrite],
             stored: dict[str, StoredConsumer]) -> None:
     """Insert, update or delete consumer rows after their allocations changed.
@@ -254,23 +306,21 @@ def save_in(conn: sa.engine.Connection, writes: list[ConsumerWrite],
                     "consumer_type_id": write.consumer_type_id, "created_at": now,
                 })
             continue
-        same = sa.and_(_CONSUMERS.c.id == old.id,
-                       _CONSUMERS.c.generation == old.generation)
-        statement: sa.Update | sa.Delete
+        same = {"row_id": old.id, "read_generation": old.generation}
         if write.keeps_allocations:
             type_id = write.consumer_type_id
             keep = write.keep_identity
-            statement = _CONSUMERS.update().where(same).values(
-                generation=old.generation + 1, updated_at=now,
-                project_id=old.project_id if keep else write.project_id,
-                user_id=old.user_id if keep else write.user_id,
-                consumer_type_id=old.consumer_type_id if type_id is None else type_id)
+            result = conn.execute(_UPDATE, {
+                **same, "new_generation": old.generation + 1, "now": now,
+                "new_project_id": old.project_id if keep else write.project_id,
+                "new_user_id": old.user_id if keep else write.user_id,
+                "new_type_id": old.consumer_type_id if type_id is None else type_id})
         else:
-            statement = _CONSUMERS.delete().where(same)
-        if conn.execute(statement).rowcount != 1:
+            result = conn.execute(_DELETE, same)
+        if result.rowcount != 1:
             raise ConsumerChanged(write.uuid)
     if new_rows:
-        conn.execute(_CONSUMERS.insert(), new_rows)
+        conn.execute(_INSERT, new_rows)
 
 
 def delete_in(conn: sa.engine.Connection, consumer: StoredConsumer) -> None:

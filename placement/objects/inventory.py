@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import logging
 from typing import Any, Iterable, Mapping, TYPE_CHECKING
 
@@ -126,17 +127,12 @@ def get_all_in(conn: sa.engine.Connection, provider_id: int
     }
 
 
-def capacities_in(conn: sa.engine.Connection, provider_ids: Iterable[int],
-                  class_ids: Iterable[int] | None = None
-                  ) -> dict[tuple[int, int], Capacity]:
-    """``{(provider id, class id): Capacity}`` with usage summed now.
-
-    Allocation writers call this after ``lock_providers`` on the same
-    providers, so the figures cannot change before they commit.
-    """
-    providers = sorted(set(provider_ids))
-    if not providers:
-        return {}
+@functools.cache
+def _capacities_statement(by_class: bool) -> sa.Select[Any]:
+    """Inventories and usage of the providers in the expanding parameter
+    ``provider_ids`` (and of the classes in ``class_ids`` when
+    ``by_class``); built once."""
+    providers: sa.BindParameter[Any] = sa.bindparam("provider_ids", expanding=True)
     usage = (
         sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
                   sa.func.sum(_ALLOC.c.used).label("used"))
@@ -151,15 +147,35 @@ def capacities_in(conn: sa.engine.Connection, provider_ids: Iterable[int],
             usage.c.resource_class_id == _INV.c.resource_class_id)))
         .where(_INV.c.resource_provider_id.in_(providers))
     )
+    if by_class:
+        query = query.where(_INV.c.resource_class_id.in_(
+            sa.bindparam("class_ids", expanding=True)))
+    return query
+
+
+def capacities_in(conn: sa.engine.Connection, provider_ids: Iterable[int],
+                  class_ids: Iterable[int] | None = None
+                  ) -> dict[tuple[int, int], Capacity]:
+    """``{(provider id, class id): Capacity}`` with usage summed now.
+
+    Allocation writers call this after ``lock_providers`` on the same
+    providers, so the figures cannot change before they commit.
+    """
+    providers = sorted(set(provider_ids))
+    if not providers:
+        return {}
+    parameters: dict[str, Any] = {"provider_ids": providers}
     if class_ids is not None:
-        query = query.where(_INV.c.resource_class_id.in_(sorted(set(class_ids))))
+        parameters["class_ids"] = sorted(set(class_ids))
+    rows = conn.execute(_capacities_statement(class_ids is not None),
+                        parameters).all()
     return {
         (row.resource_provider_id, row.resource_class_id): Capacity(
             provider_id=row.resource_provider_id,
             resource_class_id=row.resource_class_id,
             used=int(row.used),
             **{name: getattr(row, name) for name in _FIELD_NAMES})
-        for row in conn.execute(query).all()
+        for row in rows
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from typing import Any, Iterator
 
 import pytest
@@ -330,12 +331,15 @@ def test_a_write_that_committed_before_losing_its_connection_is_not_run_again(
     assert _traits_named(db, "CUSTOM_COMMITTED") == 1
 
 
+@pytest.mark.parametrize("locking", [False, True], ids=["plain", "locking"])
 @pytest.mark.parametrize("committed", [False, True], ids=["aborted", "committed"])
 def test_postgresql_learns_what_a_lost_commit_did(
-        committed: bool, caplog: pytest.LogCaptureFixture) -> None:
+        committed: bool, locking: bool, caplog: pytest.LogCaptureFixture) -> None:
     # The connection dies as COMMIT is sent: before the server got it (the
     # transaction aborted: run it again) or after it committed and before
     # the answer came back (done: running it again would write twice).
+    # A write that locks providers learns its transaction id with the
+    # locks; any other asks for it before COMMIT.
     backends.require("postgresql")
     with backends.fresh_database("postgresql") as url:
         db = Database(fixtures.make_conf(url))
@@ -355,11 +359,21 @@ def test_postgresql_learns_what_a_lost_commit_did(
                 # pg_terminate_backend signals; wait for the session to end.
                 other.execute(sa.text("SELECT pg_terminate_backend(%d, 5000)" % pid))
 
+        with db.writer() as conn:
+            conn.execute(sa.insert(tables.resource_providers).values(
+                uuid=str(uuid.uuid4()), name="locked", generation=0))
+            provider_id = conn.execute(sa.select(tables.resource_providers.c.id)).scalar()
+        statements: list[str] = []
+
         def write() -> None:
             attempts.append(1)
             with db.writer() as conn:
+                if locking:
+                    db_api.lock_providers(conn, [provider_id])
                 conn.execute(sa.insert(tables.traits).values(name="CUSTOM_LOST_COMMIT"))
 
+        sa.event.listen(db.engine, "before_cursor_execute",
+                        lambda conn, cursor, statement, *args: statements.append(statement))
         sa.event.listen(db.engine, "commit", kill_at_commit)
         try:
             with caplog.at_level("WARNING"):
@@ -367,6 +381,8 @@ def test_postgresql_learns_what_a_lost_commit_did(
             assert len(attempts) == (1 if committed else 2)
             assert _traits_named(db, "CUSTOM_LOST_COMMIT") == 1
             assert ("had committed" in caplog.text) is committed
+            asked = [text for text in statements if "txid_current_if_assigned" in text]
+            assert bool(asked) is not locking
         finally:
             db.dispose()
             admin.dispose()
