@@ -105,25 +105,34 @@ def _newest(inventories: Iterable[inv_obj.Inventory]) -> Any:
     return responses.newest(i.updated_at or i.created_at for i in inventories)
 
 
+def _stored_inventories(req: PlacementRequest) -> tuple[int, dict[str, inv_obj.Inventory]]:
+    """The URL's provider's generation and inventories; 404 worded as the
+    lookup for listing words it."""
+    uuid = req.urlvars["uuid"]
+    try:
+        return inv_obj.get_all_by_provider_uuid(req.ctx, uuid)
+    except exceptions.ProviderNotFound as exc:
+        raise errors.NotFound(_LIST_NOT_FOUND.format(uuid=uuid, error=exc)) from None
+
+
 def list_inventories(req: PlacementRequest) -> webob.Response:
     """GET .../inventories: every inventory of the provider, by class."""
     req.authorize(policies.inventory.LIST)
-    provider = _provider(req, _LIST_NOT_FOUND)
-    inventories = inv_obj.get_all(req.ctx, provider)
-    return _inventories_response(req, inventories, provider.generation,
+    generation, inventories = _stored_inventories(req)
+    return _inventories_response(req, inventories, generation,
                                  _newest(inventories.values()))
 
 
 def show_inventory(req: PlacementRequest) -> webob.Response:
     """GET .../inventories/{resource_class}: one inventory, 404 if none."""
     req.authorize(policies.inventory.SHOW)
-    provider = _provider(req, _LIST_NOT_FOUND)
+    generation, inventories = _stored_inventories(req)
     resource_class = req.urlvars["resource_class"]
-    inventory = inv_obj.get_all(req.ctx, provider).get(resource_class)
+    inventory = inventories.get(resource_class)
     if inventory is None:
         raise errors.NotFound("No inventory of class %s for %s"
-                              % (resource_class, provider.uuid))
-    return responses.json(req, render_inventory(inventory, provider.generation),
+                              % (resource_class, req.urlvars["uuid"]))
+    return responses.json(req, render_inventory(inventory, generation),
                           last_modified=_newest([inventory]))
 
 

@@ -112,6 +112,42 @@ def get_all(ctx: RequestContext, provider: rp_obj.ResourceProvider) -> dict[str,
         return get_all_in(conn, provider.id)
 
 
+@functools.cache
+def _by_provider_uuid() -> sa.Select[Any]:
+    """A provider's generation and its inventories with their class names
+    (one row without inventory when it has none), by the parameter
+    ``uuid``; built once."""
+    rc = tables.resource_classes
+    rp = tables.resource_providers
+    return (
+        sa.select(rp.c.generation, rc.c.name.label("resource_class"),
+                  *[_INV.c[name] for name in _FIELD_NAMES],
+                  _INV.c.created_at, _INV.c.updated_at)
+        .select_from(rp.outerjoin(_INV, _INV.c.resource_provider_id == rp.c.id)
+                     .outerjoin(rc, rc.c.id == _INV.c.resource_class_id))
+        .where(rp.c.uuid == sa.bindparam("uuid"))
+        .order_by(_INV.c.resource_class_id)
+    )
+
+
+def get_all_by_provider_uuid(ctx: RequestContext, uuid: str
+                             ) -> tuple[int, dict[str, Inventory]]:
+    """The provider's generation and ``{class name: Inventory}``, read in
+    one statement (what a compute node's heartbeat asks of every provider
+    of its tree).  ProviderNotFound when there is no such provider."""
+    with ctx.db.reader() as conn:
+        rows = conn.execute(_by_provider_uuid(), {"uuid": uuid}).all()
+    if not rows:
+        raise exceptions.ProviderNotFound(uuid=uuid)
+    return rows[0].generation, {
+        row.resource_class: Inventory(
+            resource_class=row.resource_class,
+            created_at=row.created_at, updated_at=row.updated_at,
+            **{name: getattr(row, name) for name in _FIELD_NAMES})
+        for row in rows if row.resource_class is not None
+    }
+
+
 def get_all_in(conn: sa.engine.Connection, provider_id: int
                ) -> dict[str, Inventory]:
     rows = conn.execute(
