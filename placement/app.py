@@ -115,7 +115,7 @@ def _check_accept(req: PlacementRequest) -> None:
     status whatever the Accept header says.
     """
     accept = req.headers.get("Accept")
-    if req.method != "GET" or not accept:
+    if req.method != "GET" or not accept or accept == "application/json":
         return
     if not req.accept.acceptable_offers(["application/json"]):
         raise errors.NotAcceptable("Only application/json is provided")
@@ -127,9 +127,9 @@ def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
 
     * fault: outermost, so nothing escapes as a traceback;
     * request_id: every later step, log line and error sees the same id;
-    * http_proxy_to_wsgi: scheme, host, client address and prefix as the
-      client saw them (``X-Forwarded-*``/``Forwarded``, when
-      ``[oslo_middleware] enable_proxy_headers_parsing``), so ``Location``
+    * http_proxy_to_wsgi (only with ``[oslo_middleware]
+      enable_proxy_headers_parsing``): scheme, host, client address and
+      prefix as the client saw them (``X-Forwarded-*``/``Forwarded``), so ``Location``
       and links are right behind a TLS-terminating proxy;
     * request_log: one line for every request, refused ones included;
     * metrics (``[metrics] enabled`` only): every request counted and
@@ -167,7 +167,11 @@ def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
     if conf.metrics.enabled:
         app = metrics.RequestMetrics(app, router.template)
     app = request_log.RequestLog(app)
-    app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    conf.register_opts(http_proxy_to_wsgi.OPTS, group="oslo_middleware")
+    if conf.oslo_middleware.enable_proxy_headers_parsing:
+        # It would do nothing else (and costs a signature inspection per
+        # request even then).
+        app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
     app = request_id.RequestId(app)
     app = fault.FaultWrapper(app)
     return app

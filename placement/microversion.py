@@ -111,6 +111,11 @@ def negotiate(headers: Mapping[str, str]) -> Version:
     return parsed.major, parsed.minor
 
 
+# Where WSGI puts the only header negotiate() reads (it names no legacy
+# headers).
+HEADER_ENVIRON = "HTTP_OPENSTACK_API_VERSION"
+
+
 def response_headers(version: Version) -> dict[str, str]:
     """Headers every response carries once a version is known."""
     return {

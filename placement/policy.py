@@ -119,9 +119,12 @@ def _frozen(value: Any) -> Hashable:
     if value is None or type(value) in _SCALARS:
         return value  # type: ignore[no-any-return]
     if isinstance(value, Mapping):
-        return tuple(sorted((key, _frozen(item)) for key, item in value.items()))
+        # In the mapping's own order: another order is a miss, not an error.
+        # Scalars (nearly every value) are taken without a call.
+        return tuple([(key, item if item is None or type(item) in _SCALARS
+                       else _frozen(item)) for key, item in value.items()])
     if isinstance(value, (list, tuple)):
-        return tuple(_frozen(item) for item in value)
+        return tuple([_frozen(item) for item in value])
     hash(value)
     return value  # type: ignore[no-any-return]
 

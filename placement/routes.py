@@ -17,6 +17,7 @@ is newer answers 405 with the methods it has at that version in ``Allow``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from typing import Callable
 from urllib.parse import quote
@@ -138,13 +139,23 @@ class Router:
             self._by_path[route.path].append((route, _resolve(route.handler)))
         self._public = {r.path for r in table if r.public}
         self._metrics = {r.path for r in table if r.metrics}
+        # A request's path is matched up to three times (is it public? a
+        # metrics route? then dispatch); the mapper's answer depends on
+        # the path alone, so the latest answers are kept.
+        self._matched = functools.lru_cache(maxsize=256)(self._match_path)
 
-    def _match(self, path: str) -> tuple[str, dict[str, str]] | None:
+    def _match_path(self, path: str) -> tuple[str, tuple[tuple[str, str], ...]] | None:
         match = self._mapper.match(path)
         if match is None:
             return None
         template = match.pop("template")
-        return template, match
+        return template, tuple(match.items())
+
+    def _match(self, path: str) -> tuple[str, dict[str, str]] | None:
+        found = self._matched(path)
+        if found is None:
+            return None
+        return found[0], dict(found[1])
 
     def template(self, path: str) -> str | None:
         """The URL template ``path`` matches, if any (the metrics' route

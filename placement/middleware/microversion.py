@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-import webob
-
 from placement import errors, microversion
 from placement.middleware.errors import VERSION_ENVIRON, error_response
 
@@ -24,9 +22,11 @@ class MicroversionMiddleware:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        req = webob.Request(environ)
+        # The one header negotiation reads, rather than a copy of them all.
+        value = environ.get(microversion.HEADER_ENVIRON)
+        headers = {} if value is None else {microversion.HEADER: value}
         try:
-            version = microversion.negotiate(req.headers)
+            version = microversion.negotiate(headers)
         except errors.ApiError as exc:
             return error_response(environ, exc)(environ, start_response)
         environ[VERSION_ENVIRON] = version
