@@ -539,6 +539,23 @@ _TUNING = {"sqlite": _tune_sqlite, "mysql": _tune_mysql}
 _XID_INFO = "placement_xid"
 
 
+# PostgreSQL's id of the current transaction, as a column a writer's
+# statement can return (a transaction that has written has one).
+TRANSACTION_ID = sa.func.txid_current()
+
+
+def wants_transaction_id(conn: sa.engine.Connection) -> bool:
+    """Whether this writer connection is on PostgreSQL and has not learnt
+    its transaction id yet: a statement that returns
+    :data:`TRANSACTION_ID` and hands it to :func:`note_transaction_id`
+    spares the writer asking for it before COMMIT."""
+    return conn.dialect.name == "postgresql" and _XID_INFO not in conn.info
+
+
+def note_transaction_id(conn: sa.engine.Connection, xid: int) -> None:
+    conn.info[_XID_INFO] = xid
+
+
 @functools.cache
 def _lock_statement(with_xid: bool) -> sa.Select[Any]:
     from placement.db import tables
@@ -548,7 +565,7 @@ def _lock_statement(with_xid: bool) -> sa.Select[Any]:
     if with_xid:
         # Taking row locks gives the transaction its id anyway; reading it
         # here spares the writer a round trip before COMMIT.
-        columns.append(sa.func.txid_current())
+        columns.append(TRANSACTION_ID)
     return (sa.select(*columns)
             .where(rp.c.id.in_(sa.bindparam("provider_ids", expanding=True)))
             .order_by(rp.c.id)

@@ -21,6 +21,10 @@ How a write stays right under concurrency (``replace_all``):
    consumers with a compare-and-swap on their generation (creating missing
    projects, users and consumer types on the way), and increment the
    generations of providers as :func:`bumped_provider_ids` says.
+   Removing all of a consumer's allocations (:func:`delete_all_for_consumer`)
+   skips the provider locks: it can overcommit nothing and bumps no
+   provider generation, and the compare-and-swap on the consumer catches a
+   concurrent writer of the same consumer.
 3. A deadlock, or a consumer changed or created by someone else since the
    plan (the compare-and-swap or the unique consumer uuid tells), rolls
    the transaction back and the whole write starts again from step 1, up
@@ -323,6 +327,10 @@ def _consumer_writes(conn: sa.engine.Connection, plan: Plan
 # Statements of the write, built once: a write runs them with its values.
 _DELETE_ALLOCATIONS = _ALLOC.delete().where(
     _ALLOC.c.id.in_(sa.bindparam("allocation_ids", expanding=True)))
+# The same, telling the transaction's id (PostgreSQL; see
+# db_api.wants_transaction_id) to a write that took no provider locks.
+_DELETE_ALLOCATIONS_TELLING_XID = _DELETE_ALLOCATIONS.returning(
+    db_api.TRANSACTION_ID)
 _INSERT_ALLOCATIONS = _ALLOC.insert()
 _BUMP = (_RP.update()
          .where(_RP.c.id.in_(sa.bindparam("provider_ids", expanding=True)))
@@ -332,8 +340,13 @@ _BUMP = (_RP.update()
 def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
     """Replace the allocations and save the consumers."""
     if state.old:
-        conn.execute(_DELETE_ALLOCATIONS,
-                     {"allocation_ids": [row.id for row in state.old]})
+        old_ids = {"allocation_ids": [row.id for row in state.old]}
+        if db_api.wants_transaction_id(conn):
+            told = conn.execute(_DELETE_ALLOCATIONS_TELLING_XID, old_ids).first()
+            if told is not None:
+                db_api.note_transaction_id(conn, told[0])
+        else:
+            conn.execute(_DELETE_ALLOCATIONS, old_ids)
     now = _utcnow()
     rows = [
         {"resource_provider_id": plan.provider_ids[provider_uuid],
@@ -437,10 +450,16 @@ def delete_all_for_consumer(ctx: RequestContext, consumer_uuid: str) -> None:
 
     def attempt() -> None:
         with writing(ctx, [claim]) as (conn, plan):
-            state = begin_in(conn, plan)
+            # No provider lock: taking allocations away can overcommit
+            # nothing, and no provider generation changes (as with
+            # OpenStack Placement).  A concurrent writer of this consumer
+            # is caught by the compare-and-swap on its generation (the
+            # write then starts over); the rows deleted are locked by
+            # primary key, then the consumer row, in the order every
+            # allocation write takes them.
+            state = plan.state
             if not state.old:
                 raise exceptions.ConsumerAllocationsNotFound(uuid=consumer_uuid)
-            # Like OpenStack Placement, no provider generation changes.
             apply_in(conn, plan, state)
 
     with_retries(ctx, "allocation.delete_all_for_consumer", attempt)

@@ -131,3 +131,68 @@ def test_a_project_created_concurrently_is_used_not_duplicated(server_ctx: Any) 
     thread.join(30)
     assert not errors, errors
     assert results["first"] == results["second"]
+
+
+def _providers_with_vcpus(ctx: Any, uuids: list[str]) -> None:
+    with ctx.db.writer() as conn:
+        vcpu = conn.execute(sa.select(tables.resource_classes.c.id)
+                            .where(tables.resource_classes.c.name == "VCPU")).scalar_one()
+        for uuid in uuids:
+            provider_id = conn.execute(
+                sa.insert(tables.resource_providers).values(
+                    uuid=uuid, name=uuid, generation=0)
+                .returning(tables.resource_providers.c.id)).scalar_one()
+            conn.execute(sa.insert(tables.inventories).values(
+                resource_provider_id=provider_id, resource_class_id=vcpu, total=8,
+                reserved=0, min_unit=1, max_unit=8, step_size=1, allocation_ratio=1.0))
+
+
+def test_a_delete_racing_a_move_of_the_same_consumer_removes_everything(
+        server_ctx: Any) -> None:
+    """DELETE takes no provider lock: when another writer moves the
+    consumer while the delete runs, the delete must not leave the moved
+    allocations behind (it starts over once the consumer's generation
+    tells it the consumer changed)."""
+    ctx = server_ctx
+    first, second = ("11111111-0000-4000-8000-000000000001",
+                     "11111111-0000-4000-8000-000000000002")
+    instance = "22222222-0000-4000-8000-000000000001"
+    _providers_with_vcpus(ctx, [first, second])
+
+    def claim(provider: str, generation: int | None) -> allocation.ConsumerClaim:
+        return allocation.ConsumerClaim(
+            consumer_uuid=instance, resources={provider: {"VCPU": 2}},
+            project_id="p", user_id="u", generation=generation, check_generation=True)
+
+    allocation.replace_all(ctx, [claim(first, None)])
+    moving = threading.Event()
+    errors: list[BaseException] = []
+
+    def delete() -> None:
+        try:
+            moving.wait(10)
+            allocation.delete_all_for_consumer(ctx, instance)
+        except BaseException as exc:  # reported to the test thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=delete)
+    thread.start()
+    move = claim(second, 1)
+    with allocation.writing(ctx, [move]) as (conn, plan):
+        state = allocation.begin_in(conn, plan)
+        allocation.check_claims_in(plan, state)
+        allocation.check_capacity_in(conn, plan, state)
+        allocation.apply_in(conn, plan, state)
+        moving.set()
+        # Let the delete read the consumer as it was and wait on our rows.
+        thread.join(0.5)
+    thread.join(30)
+    assert not thread.is_alive()
+    assert not errors, errors
+    with ctx.db.reader() as conn:
+        left = conn.execute(sa.select(sa.func.count()).select_from(tables.allocations)
+                            .where(tables.allocations.c.consumer_id == instance))
+        assert left.scalar_one() == 0
+        consumers = conn.execute(sa.select(sa.func.count()).select_from(tables.consumers)
+                                 .where(tables.consumers.c.uuid == instance))
+        assert consumers.scalar_one() == 0

@@ -331,15 +331,16 @@ def test_a_write_that_committed_before_losing_its_connection_is_not_run_again(
     assert _traits_named(db, "CUSTOM_COMMITTED") == 1
 
 
-@pytest.mark.parametrize("locking", [False, True], ids=["plain", "locking"])
+@pytest.mark.parametrize("told_by", ["asking", "locks", "returning"])
 @pytest.mark.parametrize("committed", [False, True], ids=["aborted", "committed"])
 def test_postgresql_learns_what_a_lost_commit_did(
-        committed: bool, locking: bool, caplog: pytest.LogCaptureFixture) -> None:
+        committed: bool, told_by: str, caplog: pytest.LogCaptureFixture) -> None:
     # The connection dies as COMMIT is sent: before the server got it (the
     # transaction aborted: run it again) or after it committed and before
     # the answer came back (done: running it again would write twice).
     # A write that locks providers learns its transaction id with the
-    # locks; any other asks for it before COMMIT.
+    # locks, one that deletes allocations from the DELETE; any other asks
+    # for it before COMMIT.
     backends.require("postgresql")
     with backends.fresh_database("postgresql") as url:
         db = Database(fixtures.make_conf(url))
@@ -368,9 +369,16 @@ def test_postgresql_learns_what_a_lost_commit_did(
         def write() -> None:
             attempts.append(1)
             with db.writer() as conn:
-                if locking:
+                if told_by == "locks":
                     db_api.lock_providers(conn, [provider_id])
-                conn.execute(sa.insert(tables.traits).values(name="CUSTOM_LOST_COMMIT"))
+                insert = sa.insert(tables.traits).values(name="CUSTOM_LOST_COMMIT")
+                if told_by == "returning":
+                    assert db_api.wants_transaction_id(conn)
+                    xid = conn.execute(insert.returning(db_api.TRANSACTION_ID)).scalar()
+                    db_api.note_transaction_id(conn, xid)
+                    assert not db_api.wants_transaction_id(conn)
+                else:
+                    conn.execute(insert)
 
         sa.event.listen(db.engine, "before_cursor_execute",
                         lambda conn, cursor, statement, *args: statements.append(statement))
@@ -382,7 +390,7 @@ def test_postgresql_learns_what_a_lost_commit_did(
             assert _traits_named(db, "CUSTOM_LOST_COMMIT") == 1
             assert ("had committed" in caplog.text) is committed
             asked = [text for text in statements if "txid_current_if_assigned" in text]
-            assert bool(asked) is not locking
+            assert bool(asked) is (told_by == "asking")
         finally:
             db.dispose()
             admin.dispose()
