@@ -13,7 +13,10 @@ of it :class:`Database` offers two context managers:
     database lock (up to the busy timeout) from their first statement
     instead of failing with "database is locked" when a read lock cannot be
     upgraded.  On PostgreSQL and MySQL, writes that must not race lock the
-    provider rows they depend on with :func:`lock_providers`.
+    provider rows they depend on with :func:`lock_providers`.  A writer
+    whose connection is lost during COMMIT asks on a new one whether its
+    transaction committed: PostgreSQL by transaction id, MySQL and MariaDB
+    by the commit mark the transaction carries (``db/commit_marks.py``).
 
 A database error is classified by what it is (:func:`classify`): the
 database cannot be reached, the transaction collided with a concurrent one
@@ -45,6 +48,7 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 
+from placement.db import commit_marks
 from placement.metrics import instruments
 
 LOG = logging.getLogger(__name__)
@@ -215,6 +219,8 @@ class Database:
         self._observed = bool(conf.metrics.enabled) if "metrics" in conf else False
         self._engine: sa.engine.Engine | None = None
         self._engine_lock = threading.Lock()
+        self._marks_sweeper = commit_marks.Sweeper()
+        self._told_marks_missing = False
 
     @property
     def engine(self) -> sa.engine.Engine:
@@ -263,15 +269,19 @@ class Database:
     def writer(self) -> Iterator[sa.engine.Connection]:
         """A connection in a transaction committed at the end.
 
-        A connection lost during COMMIT leaves the outcome unknown.  On
-        PostgreSQL the transaction's id, read just before, tells whether it
-        committed (then the write is done) or not (then it may run again);
-        elsewhere the loss is raised as it is, and the write is not run
-        again (lost_uncommitted), as it might apply twice.
+        A connection lost during COMMIT leaves the outcome unknown, so the
+        transaction carries what lets a new connection learn it: on
+        PostgreSQL its transaction id, read just before COMMIT; on MySQL
+        and MariaDB a commit mark inserted just before (``commit_marks``).
+        If it committed, the write is done; if not, it may run again
+        (lost_uncommitted).  When the database cannot be asked, the loss is
+        raised as it is and the write is not run again, as it might apply
+        twice.
         """
         earlier_commit = _reached_commit.get()
         committing = False
         xid = None
+        mark = None
         try:
             with self.engine.connect() as conn:
                 conn.execution_options(**{WRITE_OPTION: True})
@@ -288,44 +298,98 @@ class Database:
                                 "SELECT txid_current_if_assigned()").scalar()
                         if xid is None:
                             return  # nothing to commit, nothing to lose
+                    elif self.dialect in ("mysql", "mariadb"):
+                        mark = self._place_mark(conn)
                     # COMMIT is sent on leaving the block.
                     committing = True
                     _reached_commit.set(True)
         except Exception as exc:
             if not committing or classify(exc) is not Failure.UNAVAILABLE:
                 raise
-            if xid is None:
+            if self._committed_after_all(xid, mark, exc):
                 LOG.warning("a write lost its database connection during COMMIT; "
-                            "whether it committed cannot be known, so it is not "
-                            "run again")
-                raise
-            if self._transaction_committed(int(xid), exc):
-                LOG.warning("a write lost its database connection during COMMIT; "
-                            "transaction %s had committed", xid)
+                            "its transaction had committed")
                 return
             _reached_commit.set(earlier_commit)  # aborted: free to run again
             raise
+        if mark is not None:
+            try:
+                self._marks_sweeper.sweep_if_due(self.engine)
+            except Exception as exc:  # harmless: the next sweep deletes more
+                LOG.info("old commit marks were not deleted this time: %s",
+                         driver_message(exc))
 
-    def _transaction_committed(self, xid: int, lost: Exception) -> bool:
-        """Whether PostgreSQL transaction ``xid``, whose connection was lost
-        during COMMIT, committed; ``lost`` is raised when the database
-        cannot tell us (it is gone)."""
-        deadline = time.monotonic() + _COMMIT_OUTCOME_WAIT
+    def _place_mark(self, conn: sa.engine.Connection) -> commit_marks.Mark | None:
+        """A commit mark inserted in the transaction on ``conn``; None when
+        the schema has no table for them yet (before revision 0005: the
+        code was upgraded before ``db sync``), as writes went before it."""
+        mark = commit_marks.new()
         try:
-            with self.engine.connect() as conn:
-                while True:
-                    status = conn.exec_driver_sql(
-                        "SELECT txid_status(%d)" % xid).scalar()
-                    conn.rollback()
-                    # "in progress" while the killed backend winds down.
-                    if status != "in progress" or time.monotonic() > deadline:
-                        break
-                    time.sleep(0.05)
-        except Exception:
+            commit_marks.place(conn, mark)
+        except (db_exc.DBError, sa.exc.DBAPIError) as exc:
+            # A failed statement leaves a MySQL transaction as it was.
+            if driver_code(exc) != _MYSQL_NO_SUCH_TABLE:
+                raise
+            if not self._told_marks_missing:
+                self._told_marks_missing = True
+                LOG.warning("table commit_marks is missing (run 'placement-manage "
+                            "db sync'): a write whose COMMIT is lost cannot learn "
+                            "whether it committed")
+            return None
+        return mark
+
+    def _committed_after_all(self, xid: int | None, mark: commit_marks.Mark | None,
+                             lost: Exception) -> bool:
+        """Whether a transaction whose connection was lost during COMMIT
+        committed; ``lost`` is raised when the database cannot tell us."""
+        try:
+            if xid is not None:
+                return self._transaction_committed(int(xid))
+            if mark is not None:
+                return self._mark_committed(mark)
+        except Exception as exc:
+            LOG.warning("a write lost its database connection during COMMIT and "
+                        "whether it committed cannot be known (%s), so it is not "
+                        "run again", driver_message(exc))
             raise lost from None
+        LOG.warning("a write lost its database connection during COMMIT; "
+                    "whether it committed cannot be known, so it is not run again")
+        raise lost
+
+    def _transaction_committed(self, xid: int) -> bool:
+        """Whether PostgreSQL transaction ``xid`` committed."""
+        deadline = time.monotonic() + _COMMIT_OUTCOME_WAIT
+        with self.engine.connect() as conn:
+            while True:
+                status = conn.exec_driver_sql(
+                    "SELECT txid_status(%d)" % xid).scalar()
+                conn.rollback()
+                # "in progress" while the killed backend winds down.
+                if status != "in progress" or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
         if status == "in progress":
-            raise lost
+            raise TimeoutError("transaction %d still in progress" % xid)
         return bool(status == "committed")
+
+    def _mark_committed(self, mark: commit_marks.Mark) -> bool:
+        """Whether the MySQL transaction that placed ``mark`` committed.
+
+        Asking is itself a write that can lose its connection (the same
+        administrator's kill) or, on Galera, lose certification to the
+        transaction asked about; either is asked again, a few times.  A
+        transaction that holds its row past the wait is not asked again.
+        """
+        for attempt in range(_COMMIT_OUTCOME_ASKS):
+            try:
+                return commit_marks.resolve(self.engine, mark, int(_COMMIT_OUTCOME_WAIT))
+            except Exception as exc:
+                if (attempt == _COMMIT_OUTCOME_ASKS - 1
+                        or driver_code(exc) == _MYSQL_LOCK_WAIT_TIMEOUT
+                        or classify(exc) not in (Failure.UNAVAILABLE, Failure.CONFLICT)):
+                    raise
+                time.sleep(0.05)
+        raise AssertionError("unreachable")
 
     def explain(self, exc: BaseException) -> str | None:
         """A one-line message for a person when ``exc`` is a database
@@ -372,9 +436,18 @@ def collided(exc: BaseException) -> bool:
 # killed it, a proxy or failover cut it) runs again on a fresh one, at
 # most this many times; a database that is really gone fails again at once.
 LOST_CONNECTION_RETRIES = 2
-# How long to wait for a killed PostgreSQL session's transaction to end,
-# when asking whether its lost COMMIT committed.
+# How long to wait for the transaction of a killed session to end, when
+# asking whether its lost COMMIT committed (PostgreSQL: while its status is
+# "in progress"; MySQL: while it holds its commit mark) ...
 _COMMIT_OUTCOME_WAIT = 5.0
+# ... and how many times to ask when the asking itself loses its connection
+# or, on Galera, collides (MySQL).
+_COMMIT_OUTCOME_ASKS = 3
+# MySQL's "lock wait timeout exceeded": the transaction asked about is
+# still open on the server after the wait.
+_MYSQL_LOCK_WAIT_TIMEOUT = 1205
+# MySQL's "table doesn't exist".
+_MYSQL_NO_SUCH_TABLE = 1146
 # Set once an attempt of a write under run_with_retries sends COMMIT of one
 # of its writer transactions; until then nothing of the attempt can have
 # been committed, whichever of its transactions (the writer, or a reader

@@ -220,3 +220,18 @@ baremetal_allocations = sa.Table(
     sa.Index("baremetal_allocations_node_uuid_idx", "node_uuid"),
     sa.Index("baremetal_allocations_owner_idx", "owner"),
 )
+
+# One row per committed write on MySQL/MariaDB (db/commit_marks.py): the
+# writer inserts it with its transaction, so that the row exists exactly
+# when the transaction committed.  ``written_at`` (milliseconds since the
+# epoch, by the writer's clock) leads the key, so that old rows are deleted
+# by a range of the primary key; ``aborted`` is set only on the row a
+# writer inserts itself to close the door on a transaction that did not
+# commit.  Unused, and empty, on PostgreSQL and SQLite.
+commit_marks = sa.Table(
+    "commit_marks",
+    metadata,
+    sa.Column("written_at", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("token", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("aborted", sa.Boolean, nullable=False),
+)

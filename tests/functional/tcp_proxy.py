@@ -5,7 +5,10 @@
 forwards every connection to ``127.0.0.1:target_port``.  ``cut()`` stops
 listening and breaks every open connection (the database looks gone: new
 connections are refused, pooled ones fail); ``restore()`` listens again on
-the same port.  Everything runs in daemon threads and stops with ``close()``.
+the same port.  ``partition()`` breaks the open connections on the
+client's side only: the clients see them fail, while the server sees them
+open and idle, as across a network partition, until ``close()``.
+Everything runs in daemon threads and stops with ``close()``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ class TcpProxy:
         self.target = (target_host, target_port)
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
+        # Server-side sockets of partitioned connections, kept open.
+        self._held: set[socket.socket] = set()
+        self._upstream: set[socket.socket] = set()
         self._listener: socket.socket | None = None
         self.port = 0
         self.restore()
@@ -43,7 +49,21 @@ class TcpProxy:
         for sock in doomed:
             _close(sock)
 
-    close = cut
+    def partition(self) -> None:
+        """Break the open connections for their clients only; the server
+        keeps its end open (and its sessions, transactions and locks)."""
+        with self._lock:
+            doomed, self._open = self._open, set()
+            self._held |= doomed & self._upstream
+        for sock in doomed - self._held:
+            _close(sock)
+
+    def close(self) -> None:
+        self.cut()
+        with self._lock:
+            held, self._held = self._held, set()
+        for sock in held:
+            _close(sock)
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
@@ -59,6 +79,7 @@ class TcpProxy:
             upstream.settimeout(None)
             with self._lock:
                 self._open.update((client, upstream))
+                self._upstream.add(upstream)
             for src, dst in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
 
@@ -72,11 +93,13 @@ class TcpProxy:
         except OSError:
             pass
         finally:
-            for sock in (src, dst):
-                _close(sock)
             with self._lock:
                 self._open.discard(src)
                 self._open.discard(dst)
+                ending = [sock for sock in (src, dst) if sock not in self._held]
+                self._upstream.difference_update(ending)
+            for sock in ending:
+                _close(sock)
 
 
 def _close(sock: socket.socket) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from typing import Any, Iterator
 
@@ -394,3 +395,121 @@ def test_postgresql_learns_what_a_lost_commit_did(
         finally:
             db.dispose()
             admin.dispose()
+
+
+def _end_session(admin: sa.engine.Engine, raw: Any) -> None:
+    """Kill the MySQL session of DBAPI connection ``raw`` from another one
+    and wait until the server has ended it (its transaction committed or
+    rolled back), as a server-side kill or a failover would."""
+    with admin.connect() as other:
+        session = raw.thread_id()
+        other.execute(sa.text("KILL CONNECTION %d" % session))
+        for _ in range(500):
+            if not other.execute(sa.text(
+                    "SELECT COUNT(*) FROM information_schema.processlist "
+                    "WHERE id = %d" % session)).scalar():
+                return
+            other.rollback()
+            time.sleep(0.01)
+        raise AssertionError("session %d outlived its kill" % session)
+
+
+@pytest.fixture
+def lost_commit_database() -> Iterator[tuple[Database, sa.engine.Engine]]:
+    """A migrated MariaDB Database, and an engine of its own to kill
+    sessions."""
+    backends.require("mysql")
+    with backends.fresh_database("mysql") as url:
+        db = Database(fixtures.make_conf(url))
+        migration.upgrade(db)
+        admin = sa.create_engine(url, poolclass=sa.pool.NullPool)
+        try:
+            yield db, admin
+        finally:
+            db.dispose()
+            admin.dispose()
+
+
+# What happens to each COMMIT of the test, in order: "lost" before the
+# server got it, "lost after" the server committed, or nothing.
+LOST_COMMITS = {
+    "aborted": ["lost"],
+    "committed": ["lost after"],
+    # MariaDB asks by inserting the mark itself; that COMMIT too is lost
+    # after it committed, and asking again finds the mark it left.
+    "aborted, asked twice": ["lost", "lost after"],
+}
+
+
+@pytest.mark.parametrize("case", list(LOST_COMMITS))
+def test_mariadb_learns_what_a_lost_commit_did(
+        case: str, lost_commit_database: tuple[Database, sa.engine.Engine],
+        caplog: pytest.LogCaptureFixture) -> None:
+    # As test_postgresql_learns_what_a_lost_commit_did, where MariaDB is
+    # asked by the commit mark the transaction carries.
+    db, admin = lost_commit_database
+    plan = list(LOST_COMMITS[case])
+    committed = plan[0] == "lost after"
+    attempts = []
+
+    def kill_at_commit(conn: sa.engine.Connection) -> None:
+        if not plan:
+            return
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        if plan.pop(0) == "lost after":  # behind the driver's back: it still sends COMMIT
+            raw.cursor().execute("COMMIT")
+        _end_session(admin, raw)
+
+    def write() -> None:
+        attempts.append(1)
+        with db.writer() as conn:
+            conn.execute(sa.insert(tables.traits).values(name="CUSTOM_LOST_COMMIT"))
+
+    sa.event.listen(db.engine, "commit", kill_at_commit)
+    with caplog.at_level("WARNING"):
+        db_api.run_with_retries("test.write", write)
+    assert plan == []
+    assert len(attempts) == (1 if committed else 2)
+    assert _traits_named(db, "CUSTOM_LOST_COMMIT") == 1
+    assert ("had committed" in caplog.text) is committed
+    assert "cannot be known" not in caplog.text
+
+
+def test_a_lost_commit_whose_transaction_stays_open_is_not_run_again(
+        monkeypatch: pytest.MonkeyPatch, proxied_database: tuple[str, TcpProxy],
+        caplog: pytest.LogCaptureFixture) -> None:
+    # The connection breaks as COMMIT is sent, but the server does not
+    # notice (a network partition): the transaction is still open there
+    # and could yet commit.  Asking must neither wait for ever nor answer
+    # "not committed": the write is given up as unknown, not run again.
+    url, proxy = proxied_database
+    monkeypatch.setattr(db_api, "_COMMIT_OUTCOME_WAIT", 1.0)
+    db = Database(fixtures.make_conf(url))
+    attempts = []
+
+    def write() -> None:
+        attempts.append(1)
+        with db.writer() as conn:
+            conn.execute(sa.insert(tables.traits).values(name="CUSTOM_OPEN"))
+
+    def partition(conn: sa.engine.Connection) -> None:
+        proxy.partition()
+
+    try:
+        migration.upgrade(db)
+        sa.event.listen(db.engine, "commit", partition, once=True)
+        with caplog.at_level("WARNING"), pytest.raises(Exception) as failure:
+            db_api.run_with_retries("test.write", write)
+        assert len(attempts) == 1
+        assert db_api.classify(failure.value) is db_api.Failure.UNAVAILABLE
+        assert "cannot be known" in caplog.text
+    finally:
+        db.dispose()
+        proxy.close()  # the server sees the connection end, and rolls back
+    direct = Database(fixtures.make_conf(sa.engine.make_url(url).set(
+        port=proxy.target[1]).render_as_string(hide_password=False)))
+    try:
+        assert _traits_named(direct, "CUSTOM_OPEN") == 0
+    finally:
+        direct.dispose()

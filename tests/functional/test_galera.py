@@ -35,7 +35,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from placement.db import migration
+from placement.db import api as db_api
+from placement.db import commit_marks, migration
 from placement.db.api import Database
 from tests import galera
 from tests.functional.threads import together
@@ -149,6 +150,40 @@ def test_wsrep_sync_wait_reaches_every_connection(cluster: galera.Cluster) -> No
             db.engine.dispose()
     finally:
         db.dispose()
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["open", "committed"])
+def test_a_lost_commit_is_settled_through_another_node(
+        cluster: galera.Cluster, api: list[servers.Server], committed: bool) -> None:
+    # A writer's transaction through node 0 carries its commit mark; its
+    # connection is lost during COMMIT and the question goes to node 1
+    # (a load balancer may send the new connection anywhere), with no
+    # wait for node 1 to catch up.  Committed: node 1 finds the mark, or
+    # its own insert loses certification to it and it asks again.  Still
+    # open: node 1's insert commits first, and the writer's COMMIT can
+    # then only fail, so "not committed" stays true.
+    writer, asker = (Database(make_conf(node.url(DATABASE)))
+                     for node in cluster.nodes[:2])
+    mark = commit_marks.new()
+    try:
+        with writer.engine.connect() as conn:
+            transaction = conn.begin()
+            commit_marks.place(conn, mark)
+            if committed:
+                transaction.commit()
+            assert asker._mark_committed(mark) is committed
+            if not committed:
+                with pytest.raises(Exception) as failure:
+                    commit_marks.place(conn, commit_marks.new())
+                    transaction.commit()
+                assert db_api.collided(failure.value), failure.value
+        for node in cluster.nodes:
+            assert node.sql(_sync_wait(
+                "SELECT aborted FROM commit_marks WHERE written_at = %d AND token = %d"
+                % mark)) == ("0" if committed else "1")
+    finally:
+        writer.dispose()
+        asker.dispose()
 
 
 def _statuses(responses: list[tuple[int, Any]]) -> list[int]:
