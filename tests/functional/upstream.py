@@ -83,8 +83,12 @@ def _install(release: Release, path: Path) -> None:
 
 
 def _env(url: str) -> dict[str, str]:
-    return servers.clean_env(OS_PLACEMENT_DATABASE__CONNECTION=url,
-                             OS_API__AUTH_STRATEGY="noauth2")
+    env = servers.clean_env(OS_PLACEMENT_DATABASE__CONNECTION=url,
+                            OS_API__AUTH_STRATEGY="noauth2")
+    # A PYTHONPATH naming our tree (as a run of the suite from a checkout
+    # sets it) would make upstream's programs import our ``placement``.
+    env.pop("PYTHONPATH", None)
+    return env
 
 
 def db_sync(release: Release, url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
