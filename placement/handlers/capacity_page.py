@@ -20,7 +20,8 @@ import urllib.parse
 from typing import Iterable
 
 from placement.metrics import capacity
-from placement.objects.capacity import ClassTotals, Figures, TreeProvider
+from placement.metrics.figures import Figures
+from placement.objects.capacity import ClassTotals, TreeProvider
 
 
 @dataclasses.dataclass

@@ -6,7 +6,8 @@ request flow feeds in a few places only (requests in
 ``placement/middleware/metrics.py``, the database in
 ``placement/db/observe.py`` and ``placement.db.api.run_with_retries``,
 what workers keep in ``placement/kept/``), followed by the capacity
-figures of :mod:`.capacity`, computed from the database at most once per
+figures of :mod:`.capacity`, brought up to date from the database (only
+what changed, :mod:`.figures`) at most once per
 ``[metrics] capacity_interval``.
 
 Several workers

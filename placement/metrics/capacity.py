@@ -1,9 +1,10 @@
 """The cloud's capacity for the operator's views: figures, "how many more
 fit", and their Prometheus text.
 
-What is read from the database is :class:`placement.objects.capacity.Figures`
-(a few grouped queries); this module works out the rest in memory and
-keeps the result per worker for ``[metrics] capacity_interval`` seconds
+The figures (:class:`placement.metrics.figures.Figures`) are worked out
+by :class:`placement.metrics.figures.KeptFigures`, which reads again only
+the providers that changed since its last reading; this module keeps the
+result per worker for ``[metrics] capacity_interval`` seconds
 (:func:`current`), so a scrape, or a capacity page reloaded by many
 people, costs the database at most one reading per interval.
 
@@ -42,7 +43,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import math
 import threading
 import time
 import urllib.parse
@@ -50,9 +50,10 @@ from typing import TYPE_CHECKING, Iterable
 
 from oslo_config import cfg
 
-from placement.objects import capacity
-from placement.objects.capacity import ClassTotals, Figures, InventoryUse
-from placement.query import RequestGroup, has_traits, in_aggregates
+from placement.metrics.figures import (Figures, Fits, HostUse, KeptFigures,
+                                       escape, exporter_lines, host_fits, host_use, number)
+from placement.objects.capacity import ClassTotals, InventoryUse
+from placement.query import RequestGroup
 
 if TYPE_CHECKING:
     from placement.context import RequestContext
@@ -72,16 +73,6 @@ class Flavor:
 
 
 @dataclasses.dataclass(frozen=True)
-class Fits:
-    """How many more of one request fit: in all, per aggregate, per host
-    (root provider id, hosts taking at least one)."""
-
-    total: int
-    aggregates: dict[str, int]
-    hosts: dict[int, int]
-
-
-@dataclasses.dataclass(frozen=True)
 class Report:
     """The figures, each configured flavor's fits, when they were read
     and how long that took (seconds)."""
@@ -90,57 +81,15 @@ class Report:
     flavors: tuple[tuple[Flavor, Fits], ...]
     read_at: float
     took: float
-    # The report's Prometheus text, written by the first scrape that
-    # needs it (see exposition).
-    text: list[bytes] = dataclasses.field(default_factory=list, compare=False)
-
-
-def times(inventory: InventoryUse, amount: int) -> int:
-    """How many more times ``amount`` fits on this inventory."""
-    if not (inventory.min_unit <= amount <= inventory.max_unit
-            and amount % inventory.step_size == 0):
-        return 0
-    room = inventory.capacity - inventory.used
-    if room < amount:
-        return 0
-    count = math.floor(room / amount)
-    # Guard the division's rounding: the check the claim makes decides.
-    while count and inventory.used + count * amount > inventory.capacity:
-        count -= 1
-    return count
+    # The report's Prometheus text, as pieces, written by the first scrape
+    # that needs it (see exposition).
+    text: list[tuple[bytes, ...]] = dataclasses.field(default_factory=list,
+                                                      compare=False)
 
 
 def fits(figures: Figures, group: RequestGroup) -> Fits:
     """How many more of ``group`` fit (see the module docstring)."""
-    amounts = dict(group.resources)
-    by_root: dict[int, dict[str, int]] = {}
-    traits_by_root: dict[int, set[str]] = {}
-    check_aggregates = bool(group.member_of or group.not_member_of)
-    for inventory in figures.inventories:
-        amount = amounts.get(inventory.resource_class)
-        if amount is None:
-            continue
-        pid = inventory.provider_id
-        if check_aggregates and not in_aggregates(
-                figures.memberships.get(pid, _NONE), group):
-            continue
-        traits = figures.traits.get(pid, _NONE)
-        if group.forbidden and not group.forbidden.isdisjoint(traits):
-            continue
-        count = times(inventory, amount)
-        sums = by_root.setdefault(inventory.root_id, {})
-        sums[inventory.resource_class] = sums.get(inventory.resource_class, 0) + count
-        if count and group.required:
-            traits_by_root.setdefault(inventory.root_id, set()).update(traits)
-    hosts = {}
-    for root, sums in by_root.items():
-        if len(sums) < len(amounts):
-            continue
-        if group.required and not has_traits(traits_by_root.get(root, set()), group):
-            continue
-        count = min(sums.values())
-        if count:
-            hosts[root] = count
+    hosts = host_fits(figures.inventories, figures.memberships, figures.traits, group)
     aggregates: dict[str, int] = {}
     for root, count in hosts.items():
         for uuid in figures.memberships.get(root, _NONE):
@@ -148,35 +97,15 @@ def fits(figures: Figures, group: RequestGroup) -> Fits:
     return Fits(sum(hosts.values()), aggregates, hosts)
 
 
-@dataclasses.dataclass(frozen=True)
-class HostUse:
-    """A host (tree) and, per class, what is used of its capacity."""
-
-    root_id: int
-    name: str
-    classes: dict[str, tuple[int, float]]
-
-    @property
-    def fullest(self) -> float:
-        """The largest share used of any class's capacity (0 to 1, or more
-        when capacity shrank under allocations)."""
-        return max((used / capacity for used, capacity in self.classes.values()
-                    if capacity > 0), default=0.0)
-
-
-def hosts(figures: Figures) -> list[HostUse]:
+def hosts(figures: Figures) -> tuple[HostUse, ...]:
     """Every host with inventory, per class summed over its providers."""
-    found: dict[int, tuple[str, dict[str, list[float]]]] = {}
+    if figures.hosts is not None:
+        return figures.hosts
+    by_root: dict[int, list[InventoryUse]] = {}
     for inventory in figures.inventories:
-        entry = found.get(inventory.root_id)
-        if entry is None:
-            entry = found[inventory.root_id] = (inventory.root_name, {})
-        sums = entry[1].setdefault(inventory.resource_class, [0, 0.0])
-        sums[0] += inventory.used
-        sums[1] += inventory.capacity
-    return [HostUse(root, name,
-                    {c: (int(u), cap) for c, (u, cap) in sorted(sums.items())})
-            for root, (name, sums) in found.items()]
+        by_root.setdefault(inventory.root_id, []).append(inventory)
+    return tuple(host for host in (host_use(root, rows[0].root_name, rows)
+                                   for root, rows in by_root.items()) if host)
 
 
 def fullest_hosts(figures: Figures, count: int = 10) -> list[HostUse]:
@@ -225,19 +154,21 @@ def parse_group(pairs: Iterable[tuple[str, str]]) -> RequestGroup:
 
 
 class _Kept:
-    """One worker's last report per database, and the lock that lets a
-    single request compute the next one."""
+    """One worker's last report per database, the figures it keeps to
+    work out the next (:mod:`.figures`), and the lock that lets a single
+    request do it."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.reports: dict[tuple[str, bool], Report] = {}
+        self.figures: dict[tuple[str, bool], KeptFigures] = {}
 
 
 _KEPT = _Kept()
 
 
 def current(ctx: RequestContext, with_traits: bool = False) -> Report:
-    """The report, read again when older than ``[metrics]
+    """The report, worked out again when older than ``[metrics]
     capacity_interval`` (or without the traits ``with_traits`` needs)."""
     conf = ctx.config
     flavors = configured_flavors(conf)
@@ -252,73 +183,47 @@ def current(ctx: RequestContext, with_traits: bool = False) -> Report:
                     and [f for f, _ in report.flavors] == list(flavors)):
                 return report
         started = time.perf_counter()
-        figures = capacity.read_figures(ctx, with_traits=needs_traits)
-        report = Report(figures, tuple((f, fits(figures, f.group)) for f in flavors),
+        kept = _KEPT.figures.setdefault(key, KeptFigures())
+        figures, fits = kept.read(ctx, tuple(f.group for f in flavors), needs_traits)
+        report = Report(figures, tuple(zip(flavors, fits, strict=True)),
                         time.time(), time.perf_counter() - started)
         _KEPT.reports[key] = report
         return report
 
 
-def exposition(report: Report) -> bytes:
-    """The capacity gauges in the Prometheus text format, written once per
-    report (scrapes within the interval send the same bytes).
+def exposition(report: Report) -> tuple[bytes, ...]:
+    """The capacity gauges in the Prometheus text format, as pieces to be
+    sent one after the other (some 100 of 64 kB at 10,000 providers),
+    written once per report (scrapes within the interval send the same).
 
     Written directly rather than through prometheus-client's collector
     objects: a cloud of 10,000 providers has over 100,000 samples, and a
-    sample object each costs more than the whole scrape may.  The four
-    lines of an inventory are kept from one report to the next while its
-    figures are unchanged, as most are between two scrapes.
+    sample object each costs more than the whole scrape may.  The lines of
+    openstack-exporter's gauges come written with the figures
+    (:mod:`.figures` writes a host's again only when it changed).
     """
     if not report.text:
         report.text.append(_written(report))
     return report.text[0]
 
 
-# (provider name, class, total, reserved, ratio, used) -> the inventory's
-# line in each of openstack-exporter's four gauges.
-_LINES: dict[tuple[str, str, int, int, float, int], tuple[str, str, str, str]] = {}
 _EXPORTER_GAUGES = ("resource_allocation_ratio", "resource_reserved",
                     "resource_total", "resource_usage")
 
 
-def _provider_lines(inventories: tuple[InventoryUse, ...]) -> list[list[str]]:
-    global _LINES
-    if len(_LINES) > 4 * len(inventories) + 1024:
-        _LINES = {}
-    kept = _LINES
-    columns: list[list[str]] = [[], [], [], []]
-    ratio, reserved, total, usage = columns
-    for i in inventories:
-        key = (i.provider_name, i.resource_class, i.total, i.reserved,
-               i.allocation_ratio, i.used)
-        lines = kept.get(key)
-        if lines is None:
-            labels = '{hostname="%s",resourcetype="%s"} ' % (
-                _escape(i.provider_name), i.resource_class)
-            lines = kept[key] = (
-                "openstack_placement_resource_allocation_ratio%s%s\n"
-                % (labels, _number(i.allocation_ratio)),
-                "openstack_placement_resource_reserved%s%d\n" % (labels, i.reserved),
-                "openstack_placement_resource_total%s%d\n" % (labels, i.total),
-                "openstack_placement_resource_usage%s%d\n" % (labels, i.used))
-        ratio.append(lines[0])
-        reserved.append(lines[1])
-        total.append(lines[2])
-        usage.append(lines[3])
-    return columns
-
-
-def _written(report: Report) -> bytes:
+def _written(report: Report) -> tuple[bytes, ...]:
     figures = report.figures
-    out: list[str] = []
+    exporter = figures.exporter
+    if exporter is None:
+        exporter = tuple((lines,) for lines in exporter_lines(figures.inventories))
     # openstack-exporter's names, labels and help texts, value for value.
-    out.append("# HELP openstack_placement_up up\n# TYPE openstack_placement_up gauge\n"
-               "openstack_placement_up 1\n")
-    for name, lines in zip(_EXPORTER_GAUGES, _provider_lines(figures.inventories),
-                           strict=True):
+    parts = [b"# HELP openstack_placement_up up\n# TYPE openstack_placement_up gauge\n"
+             b"openstack_placement_up 1\n"]
+    for name, lines in zip(_EXPORTER_GAUGES, exporter, strict=True):
         metric = "openstack_placement_" + name
-        out.append("# HELP %s %s\n# TYPE %s gauge\n" % (metric, name, metric))
-        out.append("".join(lines))
+        parts.append(("# HELP %s %s\n# TYPE %s gauge\n" % (metric, name, metric)).encode())
+        parts.extend(lines)
+    out: list[str] = []
     _family(out, "placement_providers", "Resource providers in the cloud.",
             [("", figures.providers)])
     _class_families(out, "placement_resource_class", "of the whole cloud",
@@ -339,7 +244,8 @@ def _written(report: Report) -> bytes:
             [("", report.read_at)])
     _family(out, "placement_capacity_read_seconds", "How long reading and "
             "working out the capacity figures took.", [("", report.took)])
-    return "".join(out).encode("utf-8")
+    parts.append("".join(out).encode("utf-8"))
+    return tuple(parts)
 
 
 _CLASS_FIGURES = (
@@ -366,22 +272,10 @@ def _class_families(out: list[str], prefix: str, whose: str,
 def _family(out: list[str], name: str, help_text: str,
             samples: list[tuple[str, float | int]]) -> None:
     out.append("# HELP %s %s\n# TYPE %s gauge\n" % (name, help_text, name))
-    out.append("".join(["%s%s %s\n" % (name, labels, _number(value))
+    out.append("".join(["%s%s %s\n" % (name, labels, number(value))
                         for labels, value in samples]))
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
 def _labels(**labels: str) -> str:
-    return "{%s}" % ",".join('%s="%s"' % (key, _escape(value))
+    return "{%s}" % ",".join('%s="%s"' % (key, escape(value))
                              for key, value in labels.items())
-
-
-def _number(value: float | int) -> str:
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 2 ** 53:
-            return str(int(value))
-        return repr(value)
-    return str(value)

@@ -12,16 +12,16 @@ a batch at a time.  Everywhere else the same rule is applied in Python
 candidate search on the trees it reads, where it also has to combine
 amounts, and by ``GET /resource_providers?resources=`` on each provider.
 
-:func:`read_figures` reads everything the operator's views show in a few
-queries (see :class:`Figures`); what is derived from them (free
-room, how many more of a flavor fit) is worked out by
-:mod:`placement.metrics.capacity`.
+:func:`read_capacity` reads what the operator's views start from: every
+provider's state, and the inventories, usage and traits of the providers
+a worker must read again (:mod:`placement.metrics.figures` keeps the
+rest, and works out the figures).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Collection, Final, Iterable, NamedTuple
 
 import sqlalchemy as sa
 
@@ -142,23 +142,122 @@ class ClassTotals(NamedTuple):
         return self.capacity - self.used
 
 
+# What every reading reads of every provider, as a plain tuple (10,000 of
+# them per scrape: a named tuple each would cost more than the rest):
+# (id, generation, name, root id, parent id, number of allocation rows).
+# The generation, what may change without it changing (name, place in its
+# tree) and the row count (see read_capacity).
+ProviderState = tuple[int, int, str, int, int | None, int]
+NAME: Final = 2
+ROOT: Final = 3
+PARENT: Final = 4
+
+
+class ProviderDetails(NamedTuple):
+    """What is read again of a provider whose state changed: its uuid, its
+    inventories with their usage, as ``(class id, total, reserved, ratio,
+    min_unit, max_unit, step_size, used)`` in no particular order, and its
+    traits (empty unless asked for)."""
+
+    uuid: str
+    inventories: tuple[tuple[int, int, int, float, int, int, int, int], ...]
+    traits: frozenset[str]
+
+
 @dataclasses.dataclass(frozen=True)
-class Figures:
-    """Everything the operator's views start from, read at one moment.
+class Reading:
+    """One reading of the capacity figures: every provider's state, every
+    direct aggregate membership ``(provider id, aggregate uuid)`` sorted,
+    the class names, and the details of the providers asked for."""
 
-    ``inventories`` in provider id, then class name order; ``cloud`` and
-    each aggregate's totals in class name order.  A provider is counted in
-    an aggregate when it, or the root of its tree, is a member (as the
-    candidate search has it: a tree provider is a member of its root's
-    aggregates), and only once when both are.
+    class_names: dict[int, str]
+    providers: dict[int, ProviderState]
+    memberships: tuple[tuple[int, str], ...]
+    details: dict[int, ProviderDetails]
+
+
+# Providers whose details are read with one IN list; beyond a quarter of
+# all providers every row is read instead.
+_CHUNK = 500
+
+
+def _states() -> sa.Select[Any]:
+    # A correlated count per provider: one short range of the allocations
+    # index (provider, class, used) each, cheaper on SQLite than grouping
+    # the whole index and joining.
+    rows = (sa.select(sa.func.count())
+            .where(_ALLOC.c.resource_provider_id == _RP.c.id)
+            .correlate(_RP).scalar_subquery())
+    return sa.select(_RP.c.id, _RP.c.generation, _RP.c.name, _RP.c.root_provider_id,
+                     _RP.c.parent_provider_id, rows)
+
+
+def read_capacity(ctx: RequestContext,
+                  wanted: Callable[[Reading], Collection[int] | None],
+                  with_traits: bool = False) -> Reading:
+    """Every provider's state, every aggregate membership and the class
+    names; then, in the same transaction, the details of the providers
+    ``wanted(reading)`` names (all when it answers None).
+
+    The state is what tells a worker which providers it must read again
+    (:mod:`placement.metrics.figures`): every write of a provider's
+    inventories, traits or aggregates (1.19+), and every write giving it
+    allocations, bumps its generation; what changes without a bump is in
+    the state itself (name, parent, root) or read whole every time
+    (memberships, class names), except allocations taken away from a
+    provider by a consumer moving elsewhere, which always lower the count
+    of its allocation rows (a consumer moving elsewhere has all its rows on
+    the provider deleted, and the provider is bumped whenever rows are
+    added).  Details are read after the state, so they are never older
+    than it.
     """
+    with ctx.db.reader() as conn:
+        class_names = dict(conn.execute(sa.select(_RC.c.id, _RC.c.name)).tuples().all())
+        states = [tuple(row) for row in conn.execute(_states())]
+        providers: dict[int, ProviderState] = dict(
+            zip([state[0] for state in states], states, strict=True))  # type: ignore[arg-type]
+        memberships = tuple(sorted(conn.execute(
+            sa.select(_RPA.c.resource_provider_id, _AGG.c.uuid)
+            .join(_AGG, _AGG.c.id == _RPA.c.aggregate_id)).tuples()))
+        reading = Reading(class_names, providers, memberships, {})
+        ids = wanted(reading)
+        if ids is not None and len(ids) > max(len(providers) // 4, _CHUNK):
+            ids = None
+        if ids is None:
+            _read_details(conn, None, with_traits, reading.details)
+        else:
+            ordered = sorted(ids)
+            for start in range(0, len(ordered), _CHUNK):
+                _read_details(conn, ordered[start:start + _CHUNK], with_traits,
+                              reading.details)
+    return reading
 
-    inventories: tuple[InventoryUse, ...]
-    cloud: tuple[ClassTotals, ...]
-    aggregates: dict[str, tuple[ClassTotals, ...]]
-    memberships: dict[int, frozenset[str]]
-    traits: dict[int, frozenset[str]]
-    providers: int
+
+def _read_details(conn: sa.engine.Connection, ids: list[int] | None,
+                  with_traits: bool, into: dict[int, ProviderDetails]) -> None:
+    """The details of providers ``ids`` (every one when None), into ``into``."""
+    def only(column: Any) -> Any:
+        return sa.true() if ids is None else column.in_(ids)
+
+    uuids = conn.execute(sa.select(_RP.c.id, _RP.c.uuid)
+                         .where(only(_RP.c.id))).tuples().all()
+    used = {(pid, cid): amount for pid, cid, amount in conn.execute(
+        _usage_per_inventory().where(only(_ALLOC.c.resource_provider_id))).tuples()}
+    inventories: dict[int, list[Any]] = {}
+    for pid, cid, *values in conn.execute(
+            _inventory_rows().where(only(_INV.c.resource_provider_id))).tuples():
+        inventories.setdefault(pid, []).append(
+            (cid, *values, used.get((pid, cid), 0)))
+    traits: dict[int, set[str]] = {}
+    if with_traits:
+        for pid, name in conn.execute(
+                sa.select(_RPT.c.resource_provider_id, _TRAITS.c.name)
+                .join(_TRAITS, _TRAITS.c.id == _RPT.c.trait_id)
+                .where(only(_RPT.c.resource_provider_id))).tuples():
+            traits.setdefault(pid, set()).add(name)
+    for pid, uuid in uuids:
+        into[pid] = ProviderDetails(uuid, tuple(inventories.get(pid, ())),
+                                    frozenset(traits.get(pid, ())))
 
 
 def _usage_per_inventory() -> sa.Select[Any]:
@@ -172,108 +271,10 @@ def _usage_per_inventory() -> sa.Select[Any]:
     )
 
 
-def _members() -> sa.Subquery:
-    """Distinct (provider id, aggregate id): members themselves, and every
-    provider of a tree whose root is a member."""
-    direct = sa.select(_RP.c.id.label("provider_id"), _RPA.c.aggregate_id).join(
-        _RPA, _RPA.c.resource_provider_id == _RP.c.id)
-    by_root = sa.select(_RP.c.id, _RPA.c.aggregate_id).join(
-        _RPA, _RPA.c.resource_provider_id == _RP.c.root_provider_id)
-    return sa.union(direct, by_root).subquery("members")
-
-
 def _inventory_rows() -> sa.Select[Any]:
     return sa.select(_INV.c.resource_provider_id, _INV.c.resource_class_id,
                      _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
                      _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size)
-
-
-def _providers() -> sa.Select[Any]:
-    return sa.select(_RP.c.id, _RP.c.name, _RP.c.uuid, _RP.c.root_provider_id,
-                     _RP.c.parent_provider_id).order_by(_RP.c.id)
-
-
-class _Sums:
-    """Running sums of one class, in one scope (the cloud, an aggregate)."""
-
-    __slots__ = ("total", "reserved", "capacity", "used", "providers")
-
-    def __init__(self) -> None:
-        self.total = self.reserved = self.used = self.providers = 0
-        self.capacity = 0.0
-
-    def add(self, inventory: InventoryUse) -> None:
-        self.total += inventory.total
-        self.reserved += inventory.reserved
-        self.capacity += inventory.capacity
-        self.used += inventory.used
-        self.providers += 1
-
-    def totals(self, resource_class: str) -> ClassTotals:
-        return ClassTotals(resource_class, self.total, self.reserved,
-                           self.capacity, self.used, self.providers)
-
-
-def read_figures(ctx: RequestContext, with_traits: bool = False) -> Figures:
-    """The capacity figures of the whole cloud, read in one transaction (so
-    they agree with each other); the providers' traits only when asked.
-
-    The database sums the allocations per inventory (grouped, through the
-    allocations index) and works out aggregate membership; the sums per
-    class, of the cloud and of each aggregate, are then added up in one
-    pass over the inventory rows, which the per-provider gauges need
-    anyway: grouping them again in SQL would read every row twice more.
-    """
-    with ctx.db.reader() as conn:
-        providers = {row[0]: row for row in conn.execute(_providers()).tuples()}
-        class_names = {cid: name for cid, name in conn.execute(
-            sa.select(_RC.c.id, _RC.c.name)).tuples()}
-        used = {(pid, cid): amount for pid, cid, amount
-                in conn.execute(_usage_per_inventory()).tuples()}
-        inventory_rows = conn.execute(_inventory_rows()).all()
-        members = _members()
-        memberships: dict[int, set[str]] = {}
-        for provider_id, uuid in conn.execute(
-                sa.select(members.c.provider_id, _AGG.c.uuid)
-                .join(_AGG, _AGG.c.id == members.c.aggregate_id)).tuples():
-            memberships.setdefault(provider_id, set()).add(uuid)
-        traits: dict[int, set[str]] = {}
-        if with_traits:
-            for provider_id, name in conn.execute(
-                    sa.select(_RPT.c.resource_provider_id, _TRAITS.c.name)
-                    .join(_TRAITS, _TRAITS.c.id == _RPT.c.trait_id)).tuples():
-                traits.setdefault(provider_id, set()).add(name)
-    inventories = []
-    for pid, cid, total, reserved, ratio, min_unit, max_unit, step in inventory_rows:
-        _id, name, uuid, root_id, parent_id = providers[pid]
-        inventories.append(InventoryUse(
-            pid, name, uuid, root_id, providers[root_id][1], parent_id,
-            class_names[cid], total, reserved, ratio, min_unit, max_unit, step,
-            used.get((pid, cid), 0)))
-    inventories.sort(key=lambda i: (i.provider_id, i.resource_class))
-    frozen = {pid: frozenset(uuids) for pid, uuids in memberships.items()}
-    cloud: dict[str, _Sums] = {}
-    in_aggregates: dict[str, dict[str, _Sums]] = {}
-    for inventory in inventories:
-        rc = inventory.resource_class
-        sums = cloud.get(rc)
-        if sums is None:
-            sums = cloud[rc] = _Sums()
-        sums.add(inventory)
-        for aggregate in frozen.get(inventory.provider_id, ()):
-            by_class = in_aggregates.setdefault(aggregate, {})
-            sums = by_class.get(rc)
-            if sums is None:
-                sums = by_class[rc] = _Sums()
-            sums.add(inventory)
-    return Figures(
-        tuple(inventories),
-        tuple(sums.totals(rc) for rc, sums in sorted(cloud.items())),
-        {uuid: tuple(sums.totals(rc) for rc, sums in sorted(by_class.items()))
-         for uuid, by_class in sorted(in_aggregates.items())},
-        frozen,
-        {pid: frozenset(names) for pid, names in traits.items()},
-        len(providers))
 
 
 def check_names(ctx: RequestContext, classes: Iterable[str],

@@ -6,7 +6,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from placement.metrics import capacity
-from placement.objects.capacity import ClassTotals, Figures, InventoryUse
+from placement.metrics import figures
+from placement.metrics.figures import Figures
+from placement.objects.capacity import ClassTotals, InventoryUse
 from placement.query import RequestGroup
 
 
@@ -35,7 +37,7 @@ def _inventory(pid: int, rc: str, total: int, used: int = 0, *, root: int | None
     (_inventory(1, "VCPU", 10, ratio=0.8999999761581421), 1, 8),
 ])
 def test_times(inventory: InventoryUse, amount: int, expected: int) -> None:
-    assert capacity.times(inventory, amount) == expected
+    assert figures.times(inventory, amount) == expected
 
 
 def _figures(inventories: list[InventoryUse], memberships: dict[int, frozenset[str]],
@@ -91,9 +93,11 @@ def _report(inventories: list[InventoryUse]) -> capacity.Report:
     return capacity.Report(figures, (), 1e9, 0.01)
 
 
-def _samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def _samples(pieces: tuple[bytes, ...]
+             ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = b"".join(pieces).decode()
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text.decode())
+            for family in text_string_to_metric_families(text)
             for s in family.samples}
 
 
@@ -111,7 +115,7 @@ def test_the_text_parses_and_escapes_names() -> None:
                    (("aggregate", "agg-1"), ("resource_class", "VCPU"))] == 12
 
 
-def test_kept_lines_follow_the_figures() -> None:
+def test_lines_follow_the_figures() -> None:
     before = _samples(capacity.exposition(_report([_inventory(1, "VCPU", 8, used=3)])))
     after = _samples(capacity.exposition(_report([_inventory(1, "VCPU", 8, used=5)])))
     labels = (("hostname", "p1"), ("resourcetype", "VCPU"))
