@@ -155,12 +155,12 @@ PARENT: Final = 4
 
 class ProviderDetails(NamedTuple):
     """What is read again of a provider whose state changed: its uuid, its
-    inventories with their usage, as ``(class id, total, reserved, ratio,
-    min_unit, max_unit, step_size, used)`` in no particular order, and its
-    traits (empty unless asked for)."""
+    inventories with their usage, as ``(class name, total, reserved,
+    ratio, min_unit, max_unit, step_size, used)`` in class name order, and
+    its traits (empty unless asked for)."""
 
     uuid: str
-    inventories: tuple[tuple[int, int, int, float, int, int, int, int], ...]
+    inventories: tuple[tuple[str, int, int, float, int, int, int, int], ...]
     traits: frozenset[str]
 
 
@@ -213,51 +213,55 @@ def read_capacity(ctx: RequestContext,
     """
     with ctx.db.reader() as conn:
         class_names = dict(conn.execute(sa.select(_RC.c.id, _RC.c.name)).tuples().all())
-        states = [tuple(row) for row in conn.execute(_states())]
+        # .all() fetches at once; rows become plain tuples (cheaper to keep
+        # and compare).
+        states = [tuple(row) for row in conn.execute(_states()).all()]
         providers: dict[int, ProviderState] = dict(
             zip([state[0] for state in states], states, strict=True))  # type: ignore[arg-type]
-        memberships = tuple(sorted(conn.execute(
+        memberships = tuple(sorted(tuple(row) for row in conn.execute(
             sa.select(_RPA.c.resource_provider_id, _AGG.c.uuid)
-            .join(_AGG, _AGG.c.id == _RPA.c.aggregate_id)).tuples()))
+            .join(_AGG, _AGG.c.id == _RPA.c.aggregate_id)).all()))
         reading = Reading(class_names, providers, memberships, {})
         ids = wanted(reading)
         if ids is not None and len(ids) > max(len(providers) // 4, _CHUNK):
             ids = None
         if ids is None:
-            _read_details(conn, None, with_traits, reading.details)
+            _read_details(conn, None, reading, with_traits)
         else:
             ordered = sorted(ids)
             for start in range(0, len(ordered), _CHUNK):
-                _read_details(conn, ordered[start:start + _CHUNK], with_traits,
-                              reading.details)
+                _read_details(conn, ordered[start:start + _CHUNK], reading, with_traits)
     return reading
 
 
 def _read_details(conn: sa.engine.Connection, ids: list[int] | None,
-                  with_traits: bool, into: dict[int, ProviderDetails]) -> None:
-    """The details of providers ``ids`` (every one when None), into ``into``."""
+                  reading: Reading, with_traits: bool) -> None:
+    """The details of providers ``ids`` (every one when None), into
+    ``reading.details``."""
     def only(column: Any) -> Any:
         return sa.true() if ids is None else column.in_(ids)
 
+    # Every result is fetched with .all(): row by row costs more.
     uuids = conn.execute(sa.select(_RP.c.id, _RP.c.uuid)
                          .where(only(_RP.c.id))).tuples().all()
     used = {(pid, cid): amount for pid, cid, amount in conn.execute(
-        _usage_per_inventory().where(only(_ALLOC.c.resource_provider_id))).tuples()}
+        _usage_per_inventory().where(only(_ALLOC.c.resource_provider_id))).tuples().all()}
+    names = reading.class_names
     inventories: dict[int, list[Any]] = {}
     for pid, cid, *values in conn.execute(
-            _inventory_rows().where(only(_INV.c.resource_provider_id))).tuples():
+            _inventory_rows().where(only(_INV.c.resource_provider_id))).tuples().all():
         inventories.setdefault(pid, []).append(
-            (cid, *values, used.get((pid, cid), 0)))
+            (names[cid], *values, used.get((pid, cid), 0)))
     traits: dict[int, set[str]] = {}
     if with_traits:
         for pid, name in conn.execute(
                 sa.select(_RPT.c.resource_provider_id, _TRAITS.c.name)
                 .join(_TRAITS, _TRAITS.c.id == _RPT.c.trait_id)
-                .where(only(_RPT.c.resource_provider_id))).tuples():
+                .where(only(_RPT.c.resource_provider_id))).tuples().all():
             traits.setdefault(pid, set()).add(name)
     for pid, uuid in uuids:
-        into[pid] = ProviderDetails(uuid, tuple(inventories.get(pid, ())),
-                                    frozenset(traits.get(pid, ())))
+        reading.details[pid] = ProviderDetails(
+            uuid, tuple(sorted(inventories.get(pid, ()))), frozenset(traits.get(pid, ())))
 
 
 def _usage_per_inventory() -> sa.Select[Any]:
