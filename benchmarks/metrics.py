@@ -11,20 +11,32 @@ aggregates; two flavors are configured.  Then, through the WSGI
 application in this process (so every figure is server time: no socket,
 no client), ``--rounds`` (5) times each, median reported:
 
-* ``scrape_ms``: ``GET /metrics`` with ``capacity_interval = 0``, so every
-  scrape reads and works out the capacity figures afresh (the worst case:
-  with the default interval a second scrape within 15 s reuses them);
-* ``scrape_cached_ms``: the same with the figures kept (within the
+* ``scrape``: ``GET /metrics`` with ``capacity_interval = 0``, so every
+  scrape reads the capacity figures afresh (the worker reads every
+  provider's state and again only what changed: here nothing);
+* ``scrape_after_writes``: the same with ``--changes`` (100) consumers
+  claiming one VCPU each on random providers before each round, the
+  previous round's moving to other random providers (about 2% of the
+  providers change between two scrapes);
+* ``scrape_first``: the same by a worker that keeps nothing yet (its first
+  scrape, which reads and works out every provider);
+* ``scrape_cached``: the same with the figures kept (within the
   interval);
-* ``figures_ms``: the part of a scrape spent reading and working out the
-  capacity figures (``placement_capacity_read_seconds``);
-* ``page_ms``: ``GET /capacity`` as a browser asks for it (HTML);
-* ``fits_ms``: ``GET /capacity?resources=VCPU:2,MEMORY_MB:4096`` (JSON);
+* ``figures_ms``: the part of a fresh scrape spent reading and working out
+  the capacity figures (``placement_capacity_read_seconds``);
+* ``page``: ``GET /capacity`` as a browser asks for it (HTML), afresh;
+* ``fits``: ``GET /capacity?resources=VCPU:2,MEMORY_MB:4096`` (JSON);
 * ``exporter_way_s``: openstack-exporter's way, timed once: ``GET
   /resource_providers``, then ``GET .../inventories`` and ``GET
   .../usages`` for every provider, one after the other (its default
   without ``--collect-placement-in-parallel``); server time of all
   ``1 + 2 * providers`` requests summed.
+
+Each figure is given as wall-clock milliseconds (``wall_ms``) and as CPU
+milliseconds of this process (``cpu_ms``, ``time.process_time``; SQLite
+runs in it, a PostgreSQL or MariaDB server does not), medians with every
+round; and the load average before and after, as the machine may be
+shared.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -84,13 +97,54 @@ def _fill(db: Any, providers: int, consumers: int) -> None:
                 conn.execute(table.insert(), batch[start:start + 5000])
 
 
-def _timed(call: Callable[[], Any], rounds: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(rounds):
-        started = time.perf_counter()
-        result = call()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1000, result
+class _Figures:
+    """Wall-clock and CPU milliseconds per measured request, by name."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, list[float]] = {}
+        self.cpu: dict[str, list[float]] = {}
+
+    def timed(self, name: str, call: Callable[[], Any], rounds: int,
+              before: Callable[[], Any] | None = None) -> Any:
+        """``call`` ``rounds`` times (after ``before``, not measured)."""
+        result = None
+        for _ in range(rounds):
+            if before is not None:
+                before()
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = call()
+            self.cpu.setdefault(name, []).append((time.process_time() - cpu) * 1000)
+            self.wall.setdefault(name, []).append((time.perf_counter() - wall) * 1000)
+        return result
+
+    def as_dict(self) -> dict[str, Any]:
+        return {kind: {name: {"median": round(statistics.median(values), 1),
+                              "rounds": [round(v, 1) for v in values]}
+                       for name, values in figures.items()}
+                for kind, figures in (("wall_ms", self.wall), ("cpu_ms", self.cpu))}
+
+
+class _Writes:
+    """Consumers claiming one VCPU on random providers, then moving."""
+
+    def __init__(self, send: Callable[..., Any], providers: list[str],
+                 count: int) -> None:
+        self.send, self.providers, self.count = send, providers, count
+        self.rng = random.Random(7)
+        self.consumers: list[str] = []
+
+    def claim(self, consumer: str, generation: int | None) -> None:
+        self.send("PUT", "/allocations/" + consumer, {
+            "allocations": {self.rng.choice(self.providers): {"resources": {"VCPU": 1}}},
+            "project_id": "p", "user_id": "u", "consumer_generation": generation,
+            "consumer_type": "INSTANCE"})
+
+    def __call__(self) -> None:
+        for consumer in self.consumers:
+            self.claim(consumer, 1)
+        self.consumers = [str(uuid.uuid4()) for _ in range(self.count)]
+        for consumer in self.consumers:
+            self.claim(consumer, None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--providers", type=int, default=10000)
     parser.add_argument("--consumers-per-provider", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--changes", type=int, default=100)
     parser.add_argument("--skip-exporter-way", action="store_true")
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args(argv)
@@ -134,24 +189,46 @@ def main(argv: list[str] | None = None) -> int:
         assert resp.status_int == 200, (path, resp.status, resp.text[:300])
         return resp
 
+    def send(method: str, path: str, body: Any) -> None:
+        req = webob.Request.blank(path, method=method)
+        req.headers.update({"X-Auth-Token": "admin", "Content-Type": "application/json",
+                            "OpenStack-API-Version": "placement latest"})
+        req.body = json.dumps(body).encode()
+        resp = req.get_response(application)
+        assert resp.status_int == 204, (path, resp.status, resp.text[:300])
+
+    from placement.metrics import capacity
+
     results: dict[str, Any] = {"providers": args.providers, "db": url.split(":")[0],
-                               "python": sys.version.split()[0]}
+                               "python": sys.version.split()[0],
+                               "load_average_before": os.getloadavg()}
+    figures = _Figures()
     conf.set_override("capacity_interval", 0, group="metrics")
-    get("/metrics")  # warm: imports, statement compilation
-    results["scrape_ms"], scraped = _timed(lambda: get("/metrics"), args.rounds)
+    get("/metrics")  # warm: imports, statement compilation, the first reading
+    scraped = figures.timed("scrape", lambda: get("/metrics"), args.rounds)
     for line in scraped.text.splitlines():
         if line.startswith("placement_capacity_read_seconds "):
             results["figures_ms"] = float(line.split()[1]) * 1000
     results["scrape_bytes"] = len(scraped.body)
-    results["page_ms"], page = _timed(
-        lambda: get("/capacity", "text/html,*/*;q=0.8"), args.rounds)
+    providers = [p["uuid"] for p in get("/resource_providers").json["resource_providers"]]
+    writes = _Writes(send, providers, args.changes)
+    figures.timed("scrape_after_writes", lambda: get("/metrics"), args.rounds,
+                  before=writes)
+
+    figures.timed("scrape_first", lambda: get("/metrics"), args.rounds,
+                  before=capacity.forget)
+    get("/metrics")
+    page = figures.timed("page", lambda: get("/capacity", "text/html,*/*;q=0.8"),
+                         args.rounds)
     results["page_bytes"] = len(page.body)
-    results["fits_ms"], fits = _timed(
-        lambda: get("/capacity?resources=VCPU:2,MEMORY_MB:4096"), args.rounds)
+    fits = figures.timed("fits", lambda: get("/capacity?resources=VCPU:2,MEMORY_MB:4096"),
+                         args.rounds)
     results["fits"] = fits.json["fits"]
     conf.set_override("capacity_interval", 3600, group="metrics")
     get("/metrics")
-    results["scrape_cached_ms"], _ = _timed(lambda: get("/metrics"), args.rounds)
+    figures.timed("scrape_cached", lambda: get("/metrics"), args.rounds)
+    results.update(figures.as_dict())
+    results["load_average_after"] = os.getloadavg()
     if not args.skip_exporter_way:
         started = time.perf_counter()
         providers = get("/resource_providers").json["resource_providers"]

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import heapq
 import logging
 import threading
 import time
@@ -111,7 +112,7 @@ def hosts(figures: Figures) -> tuple[HostUse, ...]:
 def fullest_hosts(figures: Figures, count: int = 10) -> list[HostUse]:
     """The ``count`` hosts with the largest share of any class used,
     fullest first (ties by name)."""
-    return sorted(hosts(figures), key=lambda h: (-h.fullest, h.name))[:count]
+    return heapq.nsmallest(count, hosts(figures), key=lambda h: (-h.fullest, h.name))
 
 
 def configured_flavors(conf: cfg.ConfigOpts) -> tuple[Flavor, ...]:
@@ -165,6 +166,14 @@ class _Kept:
 
 
 _KEPT = _Kept()
+
+
+def forget() -> None:
+    """Drop everything this worker keeps: its next reading reads every
+    provider, as a newly started worker's does (for measurements)."""
+    global _KEPT
+    with _KEPT.lock:
+        _KEPT = _Kept()
 
 
 def current(ctx: RequestContext, with_traits: bool = False) -> Report:

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import itertools
 import math
@@ -77,10 +78,11 @@ class HostUse:
     name: str
     classes: dict[str, tuple[int, float]]
 
-    @property
+    @functools.cached_property
     def fullest(self) -> float:
         """The largest share used of any class's capacity (0 to 1, or more
-        when capacity shrank under allocations)."""
+        when capacity shrank under allocations); worked out once, as kept
+        hosts are asked again at every reading."""
         return max((used / capacity for used, capacity in self.classes.values()
                     if capacity > 0), default=0.0)
 
