@@ -21,18 +21,14 @@ from __future__ import annotations
 
 import math
 import types
-import uuid
 from typing import Any, Iterator
 
 import pytest
 
 from placement import app
-from placement.db import migration
-from placement.db.api import Database
 from placement.metrics import capacity
 from placement.metrics.figures import Figures, Fits, KeptFigures
-from tests import backends
-from tests.functional.fixtures import make_conf
+from tests.functional import inprocess
 from tests.functional.inprocess import send
 from tests.functional.test_kept_changes_nothing import POOL_AGGREGATE, Cloud
 
@@ -90,20 +86,14 @@ class MetricsCloud(Cloud):
 
 @pytest.fixture(params=sorted(SEEDS))
 def cloud(request: pytest.FixtureRequest) -> Iterator[MetricsCloud]:
-    backend = request.param
-    backends.require(backend)
-    with backends.fresh_database(backend) as url:
-        conf = make_conf(url, metrics={"enabled": True, "capacity_interval": 0,
-                                       "capacity_requests": FLAVORS})
-        db = Database(conf)
-        try:
-            migration.upgrade(db)
-            worker = app.build_app(conf, db)
-            found = MetricsCloud([worker, worker], SEEDS[backend])
-            found.ctx = types.SimpleNamespace(db=db, config=conf)  # type: ignore[attr-defined]
-            yield found
-        finally:
-            db.dispose()
+    with inprocess.migrated(request.param) as (conf, db):
+        for name, value in (("enabled", True), ("capacity_interval", 0),
+                            ("capacity_requests", FLAVORS)):
+            conf.set_override(name, value, group="metrics")
+        worker = app.build_app(conf, db)
+        found = MetricsCloud([worker, worker], SEEDS[request.param])
+        found.ctx = types.SimpleNamespace(db=db, config=conf)  # type: ignore[attr-defined]
+        yield found
 
 
 def _capacity_text(whole: bytes) -> bytes:
