@@ -7,7 +7,7 @@ request flow feeds in a few places only (requests in
 ``placement/db/observe.py`` and ``placement.db.api.run_with_retries``,
 what workers keep in ``placement/kept/``), followed by the capacity
 figures of :mod:`.capacity`, brought up to date from the database (only
-what changed, :mod:`.figures`) at most once per
+what changed, :mod:`.kept_figures`) at most once per
 ``[metrics] capacity_interval``.
 
 Several workers

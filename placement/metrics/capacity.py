@@ -2,7 +2,7 @@
 fit", and their Prometheus text.
 
 The figures (:class:`placement.metrics.figures.Figures`) are worked out
-by :class:`placement.metrics.figures.KeptFigures`, which reads again only
+by :class:`placement.metrics.kept_figures.KeptFigures`, which reads again only
 the providers that changed since its last reading; this module keeps the
 result per worker for ``[metrics] capacity_interval`` seconds
 (:func:`current`), so a scrape, or a capacity page reloaded by many
@@ -51,8 +51,9 @@ from typing import TYPE_CHECKING, Iterable
 
 from oslo_config import cfg
 
-from placement.metrics.figures import (Figures, Fits, HostUse, KeptFigures,
+from placement.metrics.figures import (Figures, Fits, HostUse,
                                        escape, exporter_lines, host_fits, host_use, number)
+from placement.metrics.kept_figures import KeptFigures
 from placement.objects.capacity import ClassTotals, InventoryUse
 from placement.query import RequestGroup
 
@@ -156,7 +157,7 @@ def parse_group(pairs: Iterable[tuple[str, str]]) -> RequestGroup:
 
 class _Kept:
     """One worker's last report per database, the figures it keeps to
-    work out the next (:mod:`.figures`), and the lock that lets a single
+    work out the next (:mod:`.kept_figures`), and the lock that lets a single
     request do it."""
 
     def __init__(self) -> None:
@@ -209,7 +210,7 @@ def exposition(report: Report) -> tuple[bytes, ...]:
     objects: a cloud of 10,000 providers has over 100,000 samples, and a
     sample object each costs more than the whole scrape may.  The lines of
     openstack-exporter's gauges come written with the figures
-    (:mod:`.figures` writes a host's again only when it changed).
+    (:mod:`.kept_figures` writes a host's again only when it changed).
     """
     if not report.text:
         report.text.append(_written(report))

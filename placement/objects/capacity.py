@@ -14,7 +14,7 @@ amounts, and by ``GET /resource_providers?resources=`` on each provider.
 
 :func:`read_capacity` reads what the operator's views start from: every
 provider's state, and the inventories, usage and traits of the providers
-a worker must read again (:mod:`placement.metrics.figures` keeps the
+a worker must read again (:mod:`placement.metrics.kept_figures` keeps the
 rest, and works out the figures).
 """
 
@@ -200,7 +200,7 @@ def read_capacity(ctx: RequestContext,
     ``wanted(reading)`` names (all when it answers None).
 
     The state is what tells a worker which providers it must read again
-    (:mod:`placement.metrics.figures`): every write of a provider's
+    (:mod:`placement.metrics.kept_figures`): every write of a provider's
     inventories, traits or aggregates (1.19+), and every write giving it
     allocations, bumps its generation; what changes without a bump is in
     the state itself (name, parent, root) or read whole every time

@@ -1,7 +1,7 @@
 """A fresh scrape's capacity text is right after every kind of write.
 
 A worker keeps its capacity figures between scrapes and reads again only
-the providers whose state changed (:mod:`placement.metrics.figures`).  A
+the providers whose state changed (:mod:`placement.metrics.kept_figures`).  A
 seeded random sequence of writes (those of
 ``test_kept_changes_nothing.py``, plus consumers moving to another host,
 which leaves the old host's generation as it was, and renamed providers)
@@ -27,7 +27,8 @@ import pytest
 
 from placement import app
 from placement.metrics import capacity
-from placement.metrics.figures import Figures, Fits, KeptFigures
+from placement.metrics.figures import Figures, Fits
+from placement.metrics.kept_figures import KeptFigures
 from tests.functional import inprocess
 from tests.functional.inprocess import send
 from tests.functional.test_kept_changes_nothing import POOL_AGGREGATE, Cloud
