@@ -4,7 +4,8 @@ A worker keeps its capacity figures between scrapes and reads again only
 the providers whose state changed (:mod:`placement.metrics.kept_figures`).  A
 seeded random sequence of writes (those of
 ``test_kept_changes_nothing.py``, plus consumers moving to another host,
-which leaves the old host's generation as it was, and renamed providers)
+which leaves the old host's generation as it was, renamed providers and
+a renamed custom resource class)
 runs on one database, with ``capacity_interval = 0``; after each write:
 
 * the capacity text of ``GET /metrics`` (every family but the read time
@@ -41,13 +42,16 @@ SEEDS = {"sqlite": 21, "postgresql": 22, "mysql": 23}
 FLAVORS = ["small:resources=VCPU:1,MEMORY_MB:256",
            "avx:resources=VCPU:1&required=HW_CPU_X86_AVX2",
            "pooled:resources=VCPU:1&member_of=" + POOL_AGGREGATE]
+CUSTOM_CLASSES = ("CUSTOM_SCRATCH", "CUSTOM_SCRATCH_FAST")
 # The families after these two lines' are the read time and duration.
 TIMING = b"# HELP placement_capacity_read_timestamp_seconds"
 
 
 class MetricsCloud(Cloud):
-    """The writes of test_kept_changes_nothing, and two more that change a
-    provider without changing its generation."""
+    """The writes of test_kept_changes_nothing, and three more that change
+    a provider's lines without changing its generation."""
+
+    custom = CUSTOM_CLASSES[0]  # the custom class's name now
 
     def move(self) -> None:
         # A consumer moves to another host: the one it leaves keeps its
@@ -76,11 +80,19 @@ class MetricsCloud(Cloud):
         self.ok("PUT", "/resource_providers/" + rp,
                 {"name": "renamed-%d" % self.names}, version="1.14")
 
+    def rename_class(self) -> None:
+        # The class's name is in every line of its inventories, and no
+        # generation moves (renames exist before microversion 1.7).
+        old, new = CUSTOM_CLASSES if self.custom == CUSTOM_CLASSES[0] else (
+            CUSTOM_CLASSES[::-1])
+        self.ok("PUT", "/resource_classes/" + old, {"name": new}, version="1.2")
+        self.custom = new
+
     def step(self) -> str:
         write = self.rng.choice([self.claim, self.claim, self.free, self.move,
                                  self.reserve, self.traits, self.aggregates,
                                  self.host, self.recreate, self.reparent,
-                                 self.rename])
+                                 self.rename, self.rename_class])
         write()
         return write.__name__
 
@@ -180,8 +192,9 @@ def _checked_families(text: bytes) -> set[str]:
 def test_fresh_scrapes_are_right_after_every_write(cloud: MetricsCloud) -> None:
     ctx = cloud.ctx  # type: ignore[attr-defined]
     cloud.ok("PUT", "/traits/CUSTOM_FAST")
+    cloud.ok("PUT", "/resource_classes/" + CUSTOM_CLASSES[0])
     pool = cloud.provider("pool")
-    cloud.inventories(pool, DISK_GB=1000)
+    cloud.inventories(pool, DISK_GB=1000, **{CUSTOM_CLASSES[0]: 64})
     cloud.ok("PUT", "/resource_providers/%s/aggregates" % pool, {
         "resource_provider_generation": cloud.generation(pool),
         "aggregates": [POOL_AGGREGATE]})
@@ -205,4 +218,4 @@ def test_fresh_scrapes_are_right_after_every_write(cloud: MetricsCloud) -> None:
         if step % API_CHECK_EVERY == 0 or step == STEPS:
             assert _checked_families(scraped) == _from_the_api(cloud), "after %s" % done
         done.append(cloud.step())
-    assert {"move", "rename", "free", "reparent"} <= set(done), done
+    assert {"move", "rename", "free", "reparent", "rename_class"} <= set(done), done
