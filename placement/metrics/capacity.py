@@ -225,8 +225,7 @@ def _written(report: Report) -> tuple[bytes, ...]:
     figures = report.figures
     exporter = figures.exporter
     if exporter is None:
-        exporter = tuple((lines.encode("utf-8"),)
-                         for lines in exporter_lines(figures.inventories))
+        exporter = tuple((lines,) for lines in exporter_lines(figures.inventories))
     # openstack-exporter's names, labels and help texts, value for value.
     parts = [b"# HELP openstack_placement_up up\n# TYPE openstack_placement_up gauge\n"
              b"openstack_placement_up 1\n"]

@@ -140,7 +140,7 @@ def number(value: float | int) -> str:
     return str(value)
 
 
-def exporter_lines(inventories: Iterable[InventoryUse]) -> tuple[str, ...]:
+def exporter_lines(inventories: Iterable[InventoryUse]) -> tuple[bytes, ...]:
     """The lines of openstack-exporter's four gauges (allocation ratio,
     reserved, total, usage) for these inventories, one text per gauge."""
     columns: tuple[list[str], ...] = ([], [], [], [])
@@ -155,7 +155,7 @@ def exporter_lines(inventories: Iterable[InventoryUse]) -> tuple[str, ...]:
         reserved.append("openstack_placement_resource_reserved%s%d\n" % (labels, i.reserved))
         total.append("openstack_placement_resource_total%s%d\n" % (labels, i.total))
         usage.append("openstack_placement_resource_usage%s%d\n" % (labels, i.used))
-    return tuple("".join(column) for column in columns)
+    return tuple("".join(column).encode("utf-8") for column in columns)
 
 
 def host_use(root: int, name: str, inventories: list[InventoryUse]) -> HostUse | None:

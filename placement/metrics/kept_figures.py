@@ -84,7 +84,7 @@ class _Tree:
 
     root_id: int
     inventories: dict[int, tuple[InventoryUse, ...]]
-    lines: dict[int, tuple[str, ...]]
+    lines: dict[int, tuple[bytes, ...]]
     memberships: dict[int, frozenset[str]]
     traits: dict[int, frozenset[str]]
     contributions: dict[tuple[str, str], _Contribution]
@@ -122,6 +122,7 @@ class KeptFigures:
     def __init__(self) -> None:
         self._class_names: dict[int, str] | None = None
         self._states: dict[int, ProviderState] = {}
+        self._state_set: set[ProviderState] = set()
         self._direct_read: tuple[tuple[int, str], ...] = ()
         self._direct: dict[int, frozenset[str]] = {}
         self._details: dict[int, capacity_obj.ProviderDetails] = {}
@@ -129,7 +130,7 @@ class KeptFigures:
         self._groups: tuple[RequestGroup, ...] = ()
         # Derived from the trees, patched as they change.
         self._inventories: dict[int, tuple[InventoryUse, ...]] = {}
-        self._lines: dict[int, tuple[str, ...]] = {}
+        self._lines: dict[int, tuple[bytes, ...]] = {}
         self._memberships: dict[int, frozenset[str]] = {}
         self._traits: dict[int, frozenset[str]] = {}
         self._sums: dict[tuple[str, str], list[int]] = {}
@@ -145,12 +146,16 @@ class KeptFigures:
         changed: set[int] = set()
 
         def wanted(reading: Reading) -> set[int] | None:
+            # Hashed once each, compared as sets: the states of 10,000
+            # providers in a few milliseconds.
+            states = set(reading.providers.values())
             if reading.class_names != self._class_names:
                 self.__init__()  # type: ignore[misc]
                 changed.update(reading.providers)
+                self._state_set = states
                 return None
-            changed.update(pid for pid, _state
-                           in reading.providers.items() - self._states.items())
+            changed.update(state[0] for state in states - self._state_set)
+            self._state_set = states
             return set(changed)
 
         with _collector_paused():
@@ -351,8 +356,7 @@ class KeptFigures:
                     continue
                 pids.sort()
                 self._pieces[bucket] = tuple(
-                    "".join([self._lines[pid][k] for pid in pids]).encode("utf-8")
-                    for k in range(4))
+                    b"".join([self._lines[pid][k] for pid in pids]) for k in range(4))
             self._stale_pieces = set()
         order = sorted(self._pieces)
         return tuple(tuple(self._pieces[b][k] for b in order) for k in range(4))
