@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from typing import Any, Iterable
 
@@ -43,17 +44,17 @@ class HostUse:
 class Figures:
     """Everything the operator's views start from.
 
-    ``inventories`` in provider id, then class name order; ``cloud`` and
-    each aggregate's totals in class name order.  A provider is counted in
-    an aggregate when it, or the root of its tree, is a member (as the
-    candidate search has it: a tree provider is a member of its root's
-    aggregates), and only once when both are.  ``exporter`` (the lines of
-    openstack-exporter's four gauges: allocation ratio, reserved, total,
-    usage; each as pieces to be sent one after the other) and ``hosts``
-    are written along, when known.
+    ``by_provider``: each provider's inventories, in class name order;
+    ``cloud`` and each aggregate's totals in class name order.  A provider
+    is counted in an aggregate when it, or the root of its tree, is a
+    member (as the candidate search has it: a tree provider is a member of
+    its root's aggregates), and only once when both are.  ``exporter``
+    (the lines of openstack-exporter's four gauges: allocation ratio,
+    reserved, total, usage; each as pieces to be sent one after the other)
+    and ``hosts`` are written along, when known.
     """
 
-    inventories: tuple[InventoryUse, ...]
+    by_provider: dict[int, tuple[InventoryUse, ...]]
     cloud: tuple[ClassTotals, ...]
     aggregates: dict[str, tuple[ClassTotals, ...]]
     memberships: dict[int, frozenset[str]]
@@ -62,6 +63,23 @@ class Figures:
     exporter: tuple[tuple[bytes, ...], ...] | None = dataclasses.field(
         default=None, compare=False)
     hosts: tuple[HostUse, ...] | None = dataclasses.field(default=None, compare=False)
+
+    @functools.cached_property
+    def inventories(self) -> tuple[InventoryUse, ...]:
+        """Every inventory, in provider id then class name order (put
+        together when first asked: a scrape never needs it)."""
+        return tuple(itertools.chain.from_iterable(
+            self.by_provider[pid] for pid in sorted(self.by_provider)))
+
+    @classmethod
+    def of(cls, inventories: Iterable[InventoryUse], *others: Any) -> Figures:
+        """Figures with these inventories (in any order), ``others`` as the
+        fields after ``by_provider``."""
+        by_provider: dict[int, list[InventoryUse]] = {}
+        for inventory in inventories:
+            by_provider.setdefault(inventory.provider_id, []).append(inventory)
+        return cls({pid: tuple(sorted(rows, key=lambda i: i.resource_class))
+                    for pid, rows in by_provider.items()}, *others)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -332,10 +332,8 @@ class KeptFigures:
                 cloud.append(totals)
             else:
                 aggregates.setdefault(scope, []).append(totals)
-        inventories = tuple(itertools.chain.from_iterable(
-            self._inventories[pid] for pid in sorted(self._inventories)))
         return Figures(
-            inventories, tuple(cloud),
+            dict(self._inventories), tuple(cloud),
             {uuid: tuple(rows) for uuid, rows in aggregates.items()},
             dict(self._memberships), dict(self._traits), len(self._states),
             self._exporter(),

@@ -42,8 +42,8 @@ def test_times(inventory: InventoryUse, amount: int, expected: int) -> None:
 
 def _figures(inventories: list[InventoryUse], memberships: dict[int, frozenset[str]],
              traits: dict[int, frozenset[str]]) -> Figures:
-    return Figures(tuple(inventories), (), {}, memberships, traits,
-                   len({i.provider_id for i in inventories}))
+    return Figures.of(inventories, (), {}, memberships, traits,
+                      len({i.provider_id for i in inventories}))
 
 
 # Host 1: VCPU 8, MEMORY_MB 4096, in aggregate A.  Host 2: VCPU and memory
@@ -88,8 +88,8 @@ def test_fits(group: RequestGroup, total: int, hosts: dict[int, int],
 
 
 def _report(inventories: list[InventoryUse]) -> capacity.Report:
-    figures = Figures(tuple(inventories), (ClassTotals("VCPU", 8, 0, 12.0, 3, 1),),
-                      {"agg-1": (ClassTotals("VCPU", 8, 0, 12.0, 3, 1),)}, {}, {}, 1)
+    figures = Figures.of(inventories, (ClassTotals("VCPU", 8, 0, 12.0, 3, 1),),
+                         {"agg-1": (ClassTotals("VCPU", 8, 0, 12.0, 3, 1),)}, {}, {}, 1)
     return capacity.Report(figures, (), 1e9, 0.01)
 
 
