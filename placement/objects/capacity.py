@@ -181,15 +181,28 @@ class Reading:
 _CHUNK = 500
 
 
-def _states() -> sa.Select[Any]:
-    # A correlated count per provider: one short range of the allocations
-    # index (provider, class, used) each, cheaper on SQLite than grouping
-    # the whole index and joining.
-    rows = (sa.select(sa.func.count())
-            .where(_ALLOC.c.resource_provider_id == _RP.c.id)
-            .correlate(_RP).scalar_subquery())
-    return sa.select(_RP.c.id, _RP.c.generation, _RP.c.name, _RP.c.root_provider_id,
-                     _RP.c.parent_provider_id, rows)
+def _states(dialect: str) -> sa.Select[Any]:
+    if dialect == "sqlite":
+        # A count per provider, each one short range of the allocations
+        # index (provider, class, used): on SQLite cheaper than grouping
+        # the whole index and joining (24 ms against 64 at 10,000
+        # providers with 120,000 allocations).
+        rows: Any = (sa.select(sa.func.count())
+                     .where(_ALLOC.c.resource_provider_id == _RP.c.id)
+                     .correlate(_RP).scalar_subquery())
+        query = sa.select(_RP)
+    else:
+        # PostgreSQL makes 10,000 index lookups of that six times slower
+        # than one grouped pass joined by hash (237 ms against 40).
+        counts = (sa.select(_ALLOC.c.resource_provider_id,
+                            sa.func.count().label("allocation_rows"))
+                  .group_by(_ALLOC.c.resource_provider_id).subquery("counts"))
+        rows = sa.func.coalesce(counts.c.allocation_rows, 0)
+        query = sa.select(_RP).outerjoin(
+            counts, counts.c.resource_provider_id == _RP.c.id)
+    return query.with_only_columns(
+        _RP.c.id, _RP.c.generation, _RP.c.name, _RP.c.root_provider_id,
+        _RP.c.parent_provider_id, rows)
 
 
 def read_capacity(ctx: RequestContext,
@@ -215,7 +228,7 @@ def read_capacity(ctx: RequestContext,
         class_names = dict(conn.execute(sa.select(_RC.c.id, _RC.c.name)).tuples().all())
         # .all() fetches at once; rows become plain tuples (cheaper to keep
         # and compare).
-        states = [tuple(row) for row in conn.execute(_states()).all()]
+        states = [tuple(row) for row in conn.execute(_states(conn.dialect.name)).all()]
         providers: dict[int, ProviderState] = dict(
             zip([state[0] for state in states], states, strict=True))  # type: ignore[arg-type]
         memberships = tuple(sorted(tuple(row) for row in conn.execute(
