@@ -20,7 +20,6 @@ from placement.db.api import Database
 from placement.middleware import (
     body_size,
     fault,
-    metrics,
     microversion,
     noauth,
     request_log,
@@ -165,6 +164,9 @@ def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
     if conf.cors.allowed_origin:
         app = cors.CORS(app, conf)
     if conf.metrics.enabled:
+        # Imported only here: prometheus-client costs every worker memory.
+        from placement.middleware import metrics
+
         app = metrics.RequestMetrics(app, router.template)
     app = request_log.RequestLog(app)
     conf.register_opts(http_proxy_to_wsgi.OPTS, group="oslo_middleware")

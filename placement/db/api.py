@@ -49,7 +49,6 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 
 from placement.db import commit_marks
-from placement.metrics import instruments
 
 LOG = logging.getLogger(__name__)
 
@@ -427,6 +426,15 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
+def _instruments() -> Any:
+    """The metrics instruments, imported when a write first retries: the
+    import (prometheus-client) costs every worker memory, and a service
+    without ``[metrics] enabled`` has nothing that reads them."""
+    from placement.metrics import instruments
+
+    return instruments
+
+
 def collided(exc: BaseException) -> bool:
     """Whether ``exc`` is a transaction that lost to a concurrent one."""
     return classify(exc) is Failure.CONFLICT
@@ -487,17 +495,17 @@ def run_with_retries(write: str, attempt: Callable[[], T],
             except Exception as exc:
                 if lost < LOST_CONNECTION_RETRIES and lost_uncommitted(exc):
                     lost += 1
-                    instruments.write_retried(write, "lost_connection")
+                    _instruments().write_retried(write, "lost_connection")
                     continue
                 if not (isinstance(exc, also) or collided(exc)):
                     outcome = "failed with %s" % type(exc).__name__
                     raise
-                instruments.write_collided(write, given_up=len(collisions) == retries)
+                _instruments().write_collided(write, given_up=len(collisions) == retries)
                 if len(collisions) == retries:
                     outcome = "gave up"
                     raise
                 collisions.append(exc)
-                instruments.write_retried(write, "conflict")
+                _instruments().write_retried(write, "conflict")
             pause = min(_LONGEST_PAUSE, _FIRST_PAUSE * 2 ** (len(collisions) - 1))
             time.sleep(random.uniform(0, pause))
     finally:

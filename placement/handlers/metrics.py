@@ -13,7 +13,7 @@ from __future__ import annotations
 import webob
 
 from placement import policies
-from placement.metrics import capacity, instruments
+from placement.metrics import capacity
 from placement.request import PlacementRequest
 
 # The text format's media type, as Prometheus asks for it.
@@ -23,6 +23,10 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 def show_metrics(req: PlacementRequest) -> webob.Response:
     """GET /metrics: 200 with the metrics; 403 unless policy allows."""
     req.authorize(policies.metrics.VIEW)
+    # Imported when first asked: prometheus-client costs every worker
+    # memory, and the route exists only with [metrics] enabled.
+    from placement.metrics import instruments
+
     # Sent as pieces: the capacity text is megabytes at 10,000 providers,
     # and joining it would copy it all at every scrape.
     pieces = [instruments.exposition(), *capacity.exposition(capacity.current(req.ctx))]
