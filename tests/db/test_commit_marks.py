@@ -19,16 +19,26 @@ from tests.functional.fixtures import make_conf
 _MARKS = tables.commit_marks
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
-def db(request: pytest.FixtureRequest) -> Iterator[Database]:
-    backends.require(request.param)
-    with backends.fresh_database(request.param) as url:
+def _migrated(backend: str) -> Iterator[Database]:
+    backends.require(backend)
+    with backends.fresh_database(backend) as url:
         database = Database(make_conf(url))
         try:
             migration.upgrade(database)
             yield database
         finally:
             database.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
+def db(request: pytest.FixtureRequest) -> Iterator[Database]:
+    yield from _migrated(request.param)
+
+
+@pytest.fixture
+def mysql_db() -> Iterator[Database]:
+    """Marks are written and deleted on MySQL only."""
+    yield from _migrated("mysql")
 
 
 def _marks(db: Database) -> list[tuple[int, int, bool]]:
@@ -65,9 +75,8 @@ def _insert(db: Database, *written_at: int) -> None:
 
 
 def test_old_marks_are_deleted_in_batches(
-        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    if db.dialect != "mysql":
-        pytest.skip("marks are written and deleted on MySQL only")
+        mysql_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = mysql_db
     monkeypatch.setattr(commit_marks, "_BATCH", 3)
     with db.writer() as conn:
         conn.execute(_MARKS.delete())
@@ -77,9 +86,8 @@ def test_old_marks_are_deleted_in_batches(
     assert [mark[0] for mark in _marks(db) if mark[0] < 1000] == [200, 201]
 
 
-def test_writes_delete_old_marks_now_and_then(db: Database) -> None:
-    if db.dialect != "mysql":
-        pytest.skip("marks are written and deleted on MySQL only")
+def test_writes_delete_old_marks_now_and_then(mysql_db: Database) -> None:
+    db = mysql_db
     old = commit_marks.new().written_at - commit_marks.KEEP_MS - 1000
     _insert(db, old)
     db._marks_sweeper.due = 0.0  # due now
