@@ -19,6 +19,7 @@ from wsgiref import simple_server
 
 from placement import app, conf as placement_conf
 from placement.baremetal import app as baremetal_app
+from placement.cmd import Refused, database_failures_said
 from placement.db import migration
 from placement.db.api import Database, redact_url
 
@@ -65,16 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     db = Database(conf)
     embedded = not conf.placement_database.connection
     try:
-        if embedded or conf.placement_database.sync_on_startup:
-            migration.upgrade(db)
-    except migration.SchemaRefused as exc:
-        print("%s: %s" % (PROG, exc), file=sys.stderr)
-        return 1
-    except Exception as exc:
-        message = db.explain(exc)
-        if message is None:
-            raise
-        print("%s: %s" % (PROG, message), file=sys.stderr)
+        with database_failures_said(PROG, db):
+            if embedded or conf.placement_database.sync_on_startup:
+                migration.upgrade(db)
+    except Refused:
         return 1
     server = _listen(args.host, args.port, app.build_app(conf, db))
     if server is None:

@@ -18,6 +18,7 @@ import sys
 
 import placement
 from placement import conf as placement_conf
+from placement.cmd import Refused, database_failures_said
 from placement.db import migration
 from placement.db.api import Database, redact_url
 
@@ -57,25 +58,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     db = Database(conf)
     try:
-        if args.command == "sync":
-            found = migration.upgrade(db)
-            if found.kind == "upstream":
-                print("adopted the OpenStack Placement database at upstream "
-                      "revision %s" % found.revision)
-            print("database %s is at revision %s"
-                  % (redact_url(db.url), migration.current_revision(db)))
-        elif args.command == "version":
-            print(_version_text(db))
-        else:
-            print("no online data migrations are pending")
-    except migration.SchemaRefused as exc:
-        print("%s: %s" % (PROG, exc), file=sys.stderr)
-        return 1
-    except Exception as exc:
-        message = db.explain(exc)
-        if message is None:
-            raise
-        print("%s: %s" % (PROG, message), file=sys.stderr)
+        with database_failures_said(PROG, db):
+            if args.command == "sync":
+                found = migration.upgrade(db)
+                if found.kind == "upstream":
+                    print("adopted the OpenStack Placement database at "
+                          "upstream revision %s" % found.revision)
+                print("database %s is at revision %s"
+                      % (redact_url(db.url), migration.current_revision(db)))
+            elif args.command == "version":
+                print(_version_text(db))
+            else:
+                print("no online data migrations are pending")
+    except Refused:
         return 1
     finally:
         db.dispose()
