@@ -148,7 +148,10 @@ def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
     """Row ids of these projects, users and consumer types, creating the
     missing ones in the caller's transaction.  ``known`` are ids the caller
     already read (they are never removed, so they cannot have gone since);
-    without it, or when it lacks some, the missing ones are looked up."""
+    without it they are looked up here.  Names ``known`` lacks are not
+    looked up again: inserting them skips any a concurrent writer created
+    since, and the locking read below finds those.  (A claim naming a new
+    project and user, as the first claim of each does, saves a round trip.)"""
     wanted = (projects, users, types)
     if known is None:
         found = _lookup_all(conn, wanted)
@@ -156,9 +159,6 @@ def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
         found = [{name: ids[name] for name in names if name in ids}
                  for names, ids in zip(wanted, (known.projects, known.users,
                                                 known.types), strict=True)]
-        if any(len(have) < len(names) for have, names in zip(found, wanted,
-                                                               strict=True)):
-            found = _lookup_all(conn, wanted)
     for (table, column), names, have in zip(_tables(), wanted, found, strict=True):
         missing = sorted(names - set(have))
         if not missing:
