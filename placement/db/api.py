@@ -16,15 +16,16 @@ of it :class:`Database` offers two context managers:
     provider rows they depend on with :func:`lock_providers`.  A writer
     whose connection is lost during COMMIT asks on a new one whether its
     transaction committed: PostgreSQL by transaction id, MySQL and MariaDB
-    by the commit mark the transaction carries (``db/commit_marks.py``).
+    by the commit mark the transaction carries (``db/commit_outcome.py``).
 
-A database error is classified by what it is (:func:`classify`): the
-database cannot be reached, the transaction collided with a concurrent one
-(deadlock, Galera certification failure, lock wait timeout), or anything
-else.  Writes run their whole transaction again after a collision, a
-bounded number of times (:func:`retry_on_conflict`,
-:func:`run_with_retries`); the API answers what is left with 503, 409
-``placement.concurrent_update`` and 500 (``middleware/fault.py``).
+A database error is classified by what it is (``db/failures.py``,
+:func:`classify`, also reachable here): the database cannot be reached,
+the transaction collided with a concurrent one (deadlock, Galera
+certification failure, lock wait timeout), or anything else.  Writes run
+their whole transaction again after a collision, a bounded number of
+times (:func:`retry_on_conflict`, :func:`run_with_retries`); the API
+answers what is left with 503, 409 ``placement.concurrent_update`` and 500
+(``middleware/fault.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime
-import enum
 import functools
 import logging
 import os
@@ -48,7 +48,14 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 
-from placement.db import commit_marks
+from placement.db import commit_outcome
+from placement.db.failures import (
+    Failure,
+    classify,
+    collided,
+    connection_problem,
+    driver_message,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -71,112 +78,6 @@ def redact_url(url: str) -> str:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except Exception:  # an unparsable URL has nothing we can hide reliably
         return "<unparsable database URL>"
-
-
-class Failure(enum.Enum):
-    """What kind of database failure an exception is (see :func:`classify`)."""
-
-    # The database cannot be reached: refused, lost or not accepting
-    # clients (a Galera node outside the primary component).  503.
-    UNAVAILABLE = "unavailable"
-    # The transaction collided with a concurrent one and was rolled back:
-    # a deadlock, a Galera certification failure (both MySQL error 1213,
-    # the latter raised by COMMIT), a lock wait timeout or a serialization
-    # failure.  Running the whole transaction again may succeed; once the
-    # retries are spent, 409 placement.concurrent_update.
-    CONFLICT = "conflict"
-    # Any other database error: a bug or a broken schema.  500.
-    ERROR = "error"
-
-
-# MySQL/MariaDB error numbers of a transaction that lost to another one:
-# deadlock or certification failure, lock wait timeout, and "record has
-# changed since last read" (MariaDB's snapshot isolation).
-_MYSQL_CONFLICTS = frozenset({1213, 1205, 1020})
-# MySQL/MariaDB error numbers of a server that is not there for us: the
-# client library's "cannot connect", "server gone", "lost connection"; too
-# many connections; a server shutting down or killing the connection; a
-# Galera node that is not ready for clients (not in the primary component).
-_MYSQL_UNAVAILABLE = frozenset({2002, 2003, 2005, 2006, 2013, 2055,
-                                1040, 1047, 1053, 1927, 4031})
-# PostgreSQL SQLSTATEs of a transaction that lost to another one:
-# serialization failure, deadlock, lock not available (lock_timeout).
-_PG_CONFLICTS = frozenset({"40001", "40P01", "55P03"})
-# SQLite's words when a writer gave up waiting for the database lock.
-_SQLITE_LOCKED = "database is locked"
-
-
-def _driver_error(exc: BaseException) -> BaseException:
-    """The database driver's own exception inside oslo.db's and
-    SQLAlchemy's wrappers (``exc`` itself when it wraps nothing)."""
-    inner = getattr(exc, "inner_exception", None)  # oslo.db wraps
-    if inner is not None and inner is not exc:
-        return _driver_error(inner)
-    orig = getattr(exc, "orig", None)  # SQLAlchemy wraps the driver's error
-    return orig if isinstance(orig, BaseException) else exc
-
-
-def driver_code(exc: BaseException) -> int | str | None:
-    """MySQL's error number or PostgreSQL's SQLSTATE, when there is one."""
-    error = _driver_error(exc)
-    pgcode = getattr(error, "pgcode", None)
-    if isinstance(pgcode, str):
-        return pgcode
-    args = getattr(error, "args", ())
-    if args and isinstance(args[0], int):
-        return args[0]
-    return None
-
-
-def driver_message(exc: BaseException) -> str:
-    """The database driver's own words, on one line."""
-    return " ".join(str(_driver_error(exc)).split())
-
-
-def _sqlalchemy_error(exc: BaseException) -> sa.exc.DBAPIError | None:
-    while isinstance(exc, db_exc.DBError) and exc.inner_exception is not None:
-        exc = exc.inner_exception
-    return exc if isinstance(exc, sa.exc.DBAPIError) else None
-
-
-def classify(exc: BaseException) -> Failure | None:
-    """What kind of database failure ``exc`` is; None when it is none.
-
-    A collision is recognised first, by oslo.db's translation or the
-    driver's error code: a Galera certification failure arrives from
-    COMMIT, with no statement, which must not pass for a failure to connect.
-    oslo.db turns most lost or refused connections into DBConnectionError,
-    but not all: a connection refused while the engine is first created, or
-    a driver message it does not recognise (libpq's "connection to server
-    ... failed", an unknown database, refused credentials), arrives as
-    SQLAlchemy's OperationalError raised before any statement ran.  Both
-    mean "the database is not there for us", not "this request is wrong".
-    """
-    if not isinstance(exc, (db_exc.DBError, sa.exc.SQLAlchemyError)):
-        return None
-    code = driver_code(exc)
-    if (isinstance(exc, (db_exc.DBDeadlock, db_exc.DBConsistencyError))
-            or code in _MYSQL_CONFLICTS or code in _PG_CONFLICTS):
-        return Failure.CONFLICT
-    if isinstance(exc, db_exc.DBConnectionError) or code in _MYSQL_UNAVAILABLE:
-        return Failure.UNAVAILABLE
-    wrapped = _sqlalchemy_error(exc)
-    if wrapped is not None:
-        if _SQLITE_LOCKED in driver_message(wrapped):
-            return Failure.CONFLICT
-        if wrapped.connection_invalidated:
-            return Failure.UNAVAILABLE
-        if wrapped.statement is None and isinstance(
-                wrapped, (sa.exc.OperationalError, sa.exc.InterfaceError)):
-            return Failure.UNAVAILABLE  # failed to connect, or lost at COMMIT
-    return Failure.ERROR
-
-
-def connection_problem(exc: BaseException) -> str | None:
-    """Why the database cannot be reached, if that is what ``exc`` means."""
-    if classify(exc) is Failure.UNAVAILABLE:
-        return driver_message(exc)
-    return None
 
 
 def without_password(text: str, url: str) -> str:
@@ -218,8 +119,8 @@ class Database:
         self._observed = bool(conf.metrics.enabled) if "metrics" in conf else False
         self._engine: sa.engine.Engine | None = None
         self._engine_lock = threading.Lock()
-        self._marks_sweeper = commit_marks.Sweeper()
-        self._told_marks_missing = False
+        # What a writer needs to learn whether a lost COMMIT committed.
+        self.outcomes = commit_outcome.Outcomes(lambda: self.engine)
 
     @property
     def engine(self) -> sa.engine.Engine:
@@ -279,116 +180,29 @@ class Database:
         """
         earlier_commit = _reached_commit.get()
         committing = False
-        xid = None
-        mark = None
+        ticket = None
         try:
             with self.engine.connect() as conn:
                 conn.execution_options(**{WRITE_OPTION: True})
-                conn.info.pop(_XID_INFO, None)
+                commit_outcome.forget_transaction_id(conn)
                 with conn.begin():
                     yield conn
-                    if self.dialect == "postgresql":
-                        # Which transaction we are (NULL when it wrote
-                        # nothing), to learn its fate if COMMIT is lost;
-                        # lock_providers has read it when it ran.
-                        xid = conn.info.pop(_XID_INFO, None)
-                        if xid is None:
-                            xid = conn.exec_driver_sql(
-                                "SELECT txid_current_if_assigned()").scalar()
-                        if xid is None:
-                            return  # nothing to commit, nothing to lose
-                    elif self.dialect in ("mysql", "mariadb"):
-                        mark = self._place_mark(conn)
+                    ticket = self.outcomes.prepare(conn)
+                    if ticket is None:
+                        return  # nothing to commit, nothing to lose
                     # COMMIT is sent on leaving the block.
                     committing = True
                     _reached_commit.set(True)
         except Exception as exc:
             if not committing or classify(exc) is not Failure.UNAVAILABLE:
                 raise
-            if self._committed_after_all(xid, mark, exc):
+            if self.outcomes.committed_after_all(ticket, exc):
                 LOG.warning("a write lost its database connection during COMMIT; "
                             "its transaction had committed")
                 return
             _reached_commit.set(earlier_commit)  # aborted: free to run again
             raise
-        if mark is not None:
-            try:
-                self._marks_sweeper.sweep_if_due(self.engine)
-            except Exception as exc:  # harmless: the next sweep deletes more
-                LOG.info("old commit marks were not deleted this time: %s",
-                         driver_message(exc))
-
-    def _place_mark(self, conn: sa.engine.Connection) -> commit_marks.Mark | None:
-        """A commit mark inserted in the transaction on ``conn``; None when
-        the schema has no table for them yet (before revision 0005: the
-        code was upgraded before ``db sync``), as writes went before it."""
-        mark = commit_marks.new()
-        try:
-            commit_marks.place(conn, mark)
-        except (db_exc.DBError, sa.exc.DBAPIError) as exc:
-            # A failed statement leaves a MySQL transaction as it was.
-            if driver_code(exc) != _MYSQL_NO_SUCH_TABLE:
-                raise
-            if not self._told_marks_missing:
-                self._told_marks_missing = True
-                LOG.warning("table commit_marks is missing (run 'placement-manage "
-                            "db sync'): a write whose COMMIT is lost cannot learn "
-                            "whether it committed")
-            return None
-        return mark
-
-    def _committed_after_all(self, xid: int | None, mark: commit_marks.Mark | None,
-                             lost: Exception) -> bool:
-        """Whether a transaction whose connection was lost during COMMIT
-        committed; ``lost`` is raised when the database cannot tell us."""
-        try:
-            if xid is not None:
-                return self._transaction_committed(int(xid))
-            if mark is not None:
-                return self._mark_committed(mark)
-        except Exception as exc:
-            LOG.warning("a write lost its database connection during COMMIT and "
-                        "whether it committed cannot be known (%s), so it is not "
-                        "run again", driver_message(exc))
-            raise lost from None
-        LOG.warning("a write lost its database connection during COMMIT; "
-                    "whether it committed cannot be known, so it is not run again")
-        raise lost
-
-    def _transaction_committed(self, xid: int) -> bool:
-        """Whether PostgreSQL transaction ``xid`` committed."""
-        deadline = time.monotonic() + _COMMIT_OUTCOME_WAIT
-        with self.engine.connect() as conn:
-            while True:
-                status = conn.exec_driver_sql(
-                    "SELECT txid_status(%d)" % xid).scalar()
-                conn.rollback()
-                # "in progress" while the killed backend winds down.
-                if status != "in progress" or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
-        if status == "in progress":
-            raise TimeoutError("transaction %d still in progress" % xid)
-        return bool(status == "committed")
-
-    def _mark_committed(self, mark: commit_marks.Mark) -> bool:
-        """Whether the MySQL transaction that placed ``mark`` committed.
-
-        Asking is itself a write that can lose its connection (the same
-        administrator's kill) or, on Galera, lose certification to the
-        transaction asked about; either is asked again, a few times.  A
-        transaction that holds its row past the wait is not asked again.
-        """
-        for attempt in range(_COMMIT_OUTCOME_ASKS):
-            try:
-                return commit_marks.resolve(self.engine, mark, int(_COMMIT_OUTCOME_WAIT))
-            except Exception as exc:
-                if (attempt == _COMMIT_OUTCOME_ASKS - 1
-                        or driver_code(exc) == _MYSQL_LOCK_WAIT_TIMEOUT
-                        or classify(exc) not in (Failure.UNAVAILABLE, Failure.CONFLICT)):
-                    raise
-                time.sleep(0.05)
-        raise AssertionError("unreachable")
+        self.outcomes.after_commit(ticket)
 
     def explain(self, exc: BaseException) -> str | None:
         """A one-line message for a person when ``exc`` is a database
@@ -435,27 +249,10 @@ def _instruments() -> Any:
     return instruments
 
 
-def collided(exc: BaseException) -> bool:
-    """Whether ``exc`` is a transaction that lost to a concurrent one."""
-    return classify(exc) is Failure.CONFLICT
-
-
 # A write whose connection was lost before it committed (the server
 # killed it, a proxy or failover cut it) runs again on a fresh one, at
 # most this many times; a database that is really gone fails again at once.
 LOST_CONNECTION_RETRIES = 2
-# How long to wait for the transaction of a killed session to end, when
-# asking whether its lost COMMIT committed (PostgreSQL: while its status is
-# "in progress"; MySQL: while it holds its commit mark) ...
-_COMMIT_OUTCOME_WAIT = 5.0
-# ... and how many times to ask when the asking itself loses its connection
-# or, on Galera, collides (MySQL).
-_COMMIT_OUTCOME_ASKS = 3
-# MySQL's "lock wait timeout exceeded": the transaction asked about is
-# still open on the server after the wait.
-_MYSQL_LOCK_WAIT_TIMEOUT = 1205
-# MySQL's "table doesn't exist".
-_MYSQL_NO_SUCH_TABLE = 1146
 # Set once an attempt of a write under run_with_retries sends COMMIT of one
 # of its writer transactions; until then nothing of the attempt can have
 # been committed, whichever of its transactions (the writer, or a reader
@@ -614,29 +411,6 @@ def _tune_mysql(engine: sa.engine.Engine) -> None:
 _TUNING = {"sqlite": _tune_sqlite, "mysql": _tune_mysql}
 
 
-# Where lock_providers leaves the PostgreSQL transaction id it read with
-# the locks, for Database.writer (the connection's info lives as long as
-# the pooled connection: the writer clears it when it starts).
-_XID_INFO = "placement_xid"
-
-
-# PostgreSQL's id of the current transaction, as a column a writer's
-# statement can return (a transaction that has written has one).
-TRANSACTION_ID = sa.func.txid_current()
-
-
-def wants_transaction_id(conn: sa.engine.Connection) -> bool:
-    """Whether this writer connection is on PostgreSQL and has not learnt
-    its transaction id yet: a statement that returns
-    :data:`TRANSACTION_ID` and hands it to :func:`note_transaction_id`
-    spares the writer asking for it before COMMIT."""
-    return conn.dialect.name == "postgresql" and _XID_INFO not in conn.info
-
-
-def note_transaction_id(conn: sa.engine.Connection, xid: int) -> None:
-    conn.info[_XID_INFO] = xid
-
-
 @functools.cache
 def _lock_statement(with_xid: bool) -> sa.Select[Any]:
     from placement.db import tables
@@ -646,7 +420,7 @@ def _lock_statement(with_xid: bool) -> sa.Select[Any]:
     if with_xid:
         # Taking row locks gives the transaction its id anyway; reading it
         # here spares the writer a round trip before COMMIT.
-        columns.append(TRANSACTION_ID)
+        columns.append(commit_outcome.TRANSACTION_ID)
     return (sa.select(*columns)
             .where(rp.c.id.in_(sa.bindparam("provider_ids", expanding=True)))
             .order_by(rp.c.id)
@@ -670,4 +444,4 @@ def lock_providers(conn: sa.engine.Connection, provider_ids: list[int]) -> None:
     rows = conn.execute(_lock_statement(postgresql),
                         {"provider_ids": sorted(set(provider_ids))}).all()
     if postgresql and rows:
-        conn.info[_XID_INFO] = rows[0][1]
+        commit_outcome.note_transaction_id(conn, rows[0][1])

@@ -3,7 +3,7 @@
 A connection lost while COMMIT is under way (the server killed the
 session, a proxy or failover cut it) leaves the writer not knowing
 whether its transaction committed.  PostgreSQL can be asked by
-transaction id (``db/api.py``); MySQL and MariaDB keep nothing a client
+transaction id (``db/commit_outcome.py``); MySQL and MariaDB keep nothing a client
 could ask.  So there every writer transaction inserts one row of
 ``commit_marks`` (:func:`place`), with a key of its own choosing, just
 before COMMIT: the row exists exactly when the transaction committed.

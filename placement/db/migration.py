@@ -39,7 +39,7 @@ from alembic.config import Config as AlembicConfig
 from alembic.script import ScriptDirectory
 from oslo_db import exception as db_exc
 
-from placement.db import adoption, api, tables
+from placement.db import adoption, api, failures, tables
 from placement.db.api import Database
 
 LOG = logging.getLogger(__name__)
@@ -228,7 +228,7 @@ def _galera_exclusive(conn: sa.engine.Connection) -> Iterator[None]:
             break
         except (db_exc.DBError, sa.exc.DBAPIError) as exc:
             conn.rollback()
-            if api.driver_code(exc) != _TABLE_EXISTS:
+            if failures.driver_code(exc) != _TABLE_EXISTS:
                 raise
         if time.monotonic() > deadline:
             raise RuntimeError(

@@ -2,7 +2,7 @@
 
 The client gets the request id and a generic message, the log gets the
 traceback.  Database failures are answered by what they are
-(:func:`placement.db.api.classify`):
+(:func:`placement.db.failures.classify`):
 
 * a database that cannot be reached becomes a 503, so that load balancers
   and clients retry; the pool reconnects by itself once the database is

@@ -52,6 +52,7 @@ from oslo_db import exception as db_exc
 
 from placement import exceptions
 from placement.db import api as db_api
+from placement.db import commit_outcome
 from placement.db import tables
 from placement.objects import consumer as consumer_obj
 from placement.objects import inventory as inv_obj
@@ -328,9 +329,9 @@ def _consumer_writes(conn: sa.engine.Connection, plan: Plan
 _DELETE_ALLOCATIONS = _ALLOC.delete().where(
     _ALLOC.c.id.in_(sa.bindparam("allocation_ids", expanding=True)))
 # The same, telling the transaction's id (PostgreSQL; see
-# db_api.wants_transaction_id) to a write that took no provider locks.
+# commit_outcome.wants_transaction_id) to a write that took no provider locks.
 _DELETE_ALLOCATIONS_TELLING_XID = _DELETE_ALLOCATIONS.returning(
-    db_api.TRANSACTION_ID)
+    commit_outcome.TRANSACTION_ID)
 _INSERT_ALLOCATIONS = _ALLOC.insert()
 _BUMP = (_RP.update()
          .where(_RP.c.id.in_(sa.bindparam("provider_ids", expanding=True)))
@@ -341,10 +342,10 @@ def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
     """Replace the allocations and save the consumers."""
     if state.old:
         old_ids = {"allocation_ids": [row.id for row in state.old]}
-        if db_api.wants_transaction_id(conn):
+        if commit_outcome.wants_transaction_id(conn):
             told = conn.execute(_DELETE_ALLOCATIONS_TELLING_XID, old_ids).first()
             if told is not None:
-                db_api.note_transaction_id(conn, told[0])
+                commit_outcome.note_transaction_id(conn, told[0])
         else:
             conn.execute(_DELETE_ALLOCATIONS, old_ids)
     now = _utcnow()

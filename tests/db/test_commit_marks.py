@@ -90,7 +90,7 @@ def test_writes_delete_old_marks_now_and_then(mysql_db: Database) -> None:
     db = mysql_db
     old = commit_marks.new().written_at - commit_marks.KEEP_MS - 1000
     _insert(db, old)
-    db._marks_sweeper.due = 0.0  # due now
+    db.outcomes.sweeper.due = 0.0  # due now
     _write(db, "CUSTOM_CLEANING")
     assert [mark for mark in _marks(db) if mark[0] == old] == []
     _insert(db, old)

@@ -19,7 +19,7 @@ import webob
 
 from placement import app, responses
 from placement.db import api as db_api
-from placement.db import migration, tables
+from placement.db import commit_outcome, migration, tables
 from placement.db.api import Database
 from placement.handlers import root
 from tests import backends
@@ -374,10 +374,10 @@ def test_postgresql_learns_what_a_lost_commit_did(
                     db_api.lock_providers(conn, [provider_id])
                 insert = sa.insert(tables.traits).values(name="CUSTOM_LOST_COMMIT")
                 if told_by == "returning":
-                    assert db_api.wants_transaction_id(conn)
-                    xid = conn.execute(insert.returning(db_api.TRANSACTION_ID)).scalar()
-                    db_api.note_transaction_id(conn, xid)
-                    assert not db_api.wants_transaction_id(conn)
+                    assert commit_outcome.wants_transaction_id(conn)
+                    xid = conn.execute(insert.returning(commit_outcome.TRANSACTION_ID)).scalar()
+                    commit_outcome.note_transaction_id(conn, xid)
+                    assert not commit_outcome.wants_transaction_id(conn)
                 else:
                     conn.execute(insert)
 
@@ -484,7 +484,7 @@ def test_a_lost_commit_whose_transaction_stays_open_is_not_run_again(
     # and could yet commit.  Asking must neither wait for ever nor answer
     # "not committed": the write is given up as unknown, not run again.
     url, proxy = proxied_database
-    monkeypatch.setattr(db_api, "_COMMIT_OUTCOME_WAIT", 1.0)
+    monkeypatch.setattr(commit_outcome, "WAIT", 1.0)
     db = Database(fixtures.make_conf(url))
     attempts = []
 

@@ -178,7 +178,7 @@ def test_a_lost_commit_is_settled_through_another_node(
             commit_marks.place(conn, mark)
             if committed:
                 transaction.commit()
-            assert asker._mark_committed(mark) is committed
+            assert asker.outcomes.mark_committed(mark) is committed
             if not committed:
                 with pytest.raises(Exception) as failure:
                     commit_marks.place(conn, commit_marks.new())
