@@ -12,7 +12,9 @@ long as the rules are the same, and evaluating the rule tree again costs
 more than the rest of a small request's policy work.  The rules are still
 re-read as oslo.policy documents it (``load_rules`` runs before every
 check, so a changed policy file or ``policy_dirs`` applies to the next
-request), and every change of them forgets every decision.
+request), and every change of them forgets every decision.  The
+decisions are process-wide state outside ``placement/kept/``, whose
+docstring names them among what a worker keeps.
 
 ``[oslo_policy] enforce_new_defaults`` (oslo.policy's option) decides
 whether the deprecated legacy default (``role:admin``) is still OR-ed into

@@ -1,4 +1,13 @@
-"""What a worker keeps between requests: the only process-wide mutable state.
+"""What a worker keeps between requests of what the database holds.
+
+This is the only process-wide mutable state that depends on the
+database.  A worker keeps a little else between requests, none of it read
+from the database, each kept beside the code it serves: the policy
+enforcer's decisions (``placement/policy.py``: one answer per rule, target
+and credentials, all forgotten whenever the rules or the policy file
+change), compiled JSON schema validators and SQL text built from the code
+alone (``placement/request.py``, ``objects/candidates/search.py``), and
+oslo.db's pool of connections.
 
 The database is the one authority; workers share nothing else.  But
 reading and judging the providers of every tree a query touches is most
