@@ -56,7 +56,7 @@ class PlacementApp:
             _check_content_headers(environ)
             req.check_query_text()
             route, handler, urlvars = self.router.resolve(
-                req.method, req.text_path, req.version)
+                environ, req.method, req.text_path, req.version)
             if route.checks_accept:
                 _check_accept(req)
             req.urlvars = urlvars
@@ -179,15 +179,17 @@ def _stack(conf: cfg.ConfigOpts, db: Database, router: Router,
     return app
 
 
-def _public_paths(conf: cfg.ConfigOpts, router: Router) -> Callable[[str], bool]:
-    """Which paths skip authentication: the router's public ones, and the
-    metrics routes while their policy rule lets anyone in (an operator's
-    ``"@"``, for scrapers without a token; re-read with the policy file)."""
+def _public_paths(conf: cfg.ConfigOpts, router: Router
+                  ) -> Callable[[dict[str, Any]], bool]:
+    """Which requests skip authentication: those of the router's public
+    paths, and of the metrics routes while their policy rule lets anyone in
+    (an operator's ``"@"``, for scrapers without a token; re-read with the
+    policy file)."""
 
-    def is_public(path: str) -> bool:
-        if router.is_public(path):
+    def is_public(environ: dict[str, Any]) -> bool:
+        if router.is_public(environ):
             return True
-        return router.is_metrics(path) and policy.anyone_may(
+        return router.is_metrics(environ) and policy.anyone_may(
             conf, metrics_policy.VIEW)
 
     return is_public

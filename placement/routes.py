@@ -17,9 +17,8 @@ is newer answers 405 with the methods it has at that version in ``Allow``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
-from typing import Callable
+from typing import Any, Callable
 from urllib.parse import quote
 
 import routes as routes_lib
@@ -30,6 +29,10 @@ from placement import errors
 
 Version = tuple[int, int]
 Handler = Callable[..., webob.Response]
+# A path's URL template and variables (as pairs), or None for no route.
+_Match = tuple[str, tuple[tuple[str, str], ...]] | None
+# Where the router keeps a request's match, as (path, match).
+MATCH_ENVIRON = "placement.route_match"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,52 +142,57 @@ class Router:
             self._by_path[route.path].append((route, _resolve(route.handler)))
         self._public = {r.path for r in table if r.public}
         self._metrics = {r.path for r in table if r.metrics}
-        # A request's path is matched up to three times (is it public? a
-        # metrics route? then dispatch); the mapper's answer depends on
-        # the path alone, so the latest answers are kept.
-        self._matched = functools.lru_cache(maxsize=256)(self._match_path)
 
-    def _match_path(self, path: str) -> tuple[str, tuple[tuple[str, str], ...]] | None:
-        match = self._mapper.match(path)
+    def match_path(self, path: str) -> tuple[str, dict[str, str]] | None:
+        """The URL template ``path`` matches and its variables; None when
+        it matches none."""
+        found = self._matched(path)
+        return None if found is None else (found[0], dict(found[1]))
+
+    def _matched(self, path: str) -> _Match:
+        match = self._mapper.match(self._normal(path or "/"))
         if match is None:
             return None
         template = match.pop("template")
         return template, tuple(match.items())
 
-    def _match(self, path: str) -> tuple[str, dict[str, str]] | None:
+    def _match(self, environ: dict[str, Any], path: str) -> _Match:
+        """What the request's ``path`` matches, matched once per request:
+        the first layer that asks (authentication, for the public paths)
+        leaves the answer in the environ, and the later ones (dispatch, the
+        metrics' route label) read it.  It is kept with the path it is for:
+        dispatch matches the path decoded as text, which differs from
+        ``PATH_INFO`` when that is not ASCII, and a layer that rewrote the
+        path would be matched afresh too."""
+        kept = environ.get(MATCH_ENVIRON)
+        if kept is not None and kept[0] == path:
+            found: _Match = kept[1]
+            return found
         found = self._matched(path)
-        if found is None:
-            return None
-        return found[0], dict(found[1])
+        environ[MATCH_ENVIRON] = (path, found)
+        return found
 
-    def template(self, path: str) -> str | None:
-        """The URL template ``path`` matches, if any (the metrics' route
-        label)."""
-        found = self._match(self._normal(path or "/"))
+    def template(self, environ: dict[str, Any]) -> str | None:
+        """The URL template the request's path matches, if any (the
+        metrics' route label)."""
+        found = self._match(environ, environ.get("PATH_INFO", "/"))
         return None if found is None else found[0]
 
-    def is_public(self, path: str) -> bool:
-        """Whether a path is served without authentication (the root)."""
-        template = self.template(path)
-        return template is not None and template in self._public
+    def is_public(self, environ: dict[str, Any]) -> bool:
+        """Whether a request's path is served without authentication (the
+        root)."""
+        return self.template(environ) in self._public
 
-    def is_metrics(self, path: str) -> bool:
-        """Whether a path is one of the metrics routes, which skip
-        authentication when their policy rule lets anyone in."""
-        template = self.template(path)
-        return template is not None and template in self._metrics
-
-    def dispatch(
-        self, method: str, path: str, version: Version
-    ) -> tuple[Handler, dict[str, str]]:
-        _route, handler, urlvars = self.resolve(method, path, version)
-        return handler, urlvars
+    def is_metrics(self, environ: dict[str, Any]) -> bool:
+        """Whether a request's path is one of the metrics routes, which
+        skip authentication when their policy rule lets anyone in."""
+        return self.template(environ) in self._metrics
 
     def resolve(
-        self, method: str, path: str, version: Version
+        self, environ: dict[str, Any], method: str, path: str, version: Version
     ) -> tuple[Route, Handler, dict[str, str]]:
         """The route, handler and URL variables for a request; 404 or 405."""
-        found = self._match(self._normal(path or "/"))
+        found = self._match(environ, path)
         if found is None:
             raise self._unknown_url(vary=False)
         # No name or uuid holds a NUL (no database stores one), so a path
@@ -197,7 +205,7 @@ class Router:
             if route.method != method:
                 continue
             if route.min_version <= version:
-                return route, handler, urlvars
+                return route, handler, dict(urlvars)
             raise self._too_old(route, [other for other, _ in declared], version)
         raise self._unknown_method([route.method for route, _ in declared])
 

@@ -26,7 +26,7 @@ WSGIApp = Callable[..., Iterable[bytes]]
 
 
 def authenticated(application: WSGIApp, conf: cfg.ConfigOpts,
-                  is_public: Callable[[str], bool]) -> WSGIApp:
+                  is_public: Callable[[dict[str, Any]], bool]) -> WSGIApp:
     """``application`` behind keystone authentication, public paths aside."""
     protected = auth_token.AuthProtocol(
         RequireIdentity(application), {"oslo_config_config": conf})
@@ -56,7 +56,7 @@ class PublicPathBypass:
         self,
         authenticated: WSGIApp,
         unauthenticated: WSGIApp,
-        is_public: Callable[[str], bool],
+        is_public: Callable[[dict[str, Any]], bool],
     ) -> None:
         self.authenticated = authenticated
         self.unauthenticated = unauthenticated
@@ -65,6 +65,6 @@ class PublicPathBypass:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        if self.is_public(environ.get("PATH_INFO", "/")):
+        if self.is_public(environ):
             return self.unauthenticated(environ, start_response)
         return self.authenticated(environ, start_response)

@@ -32,7 +32,7 @@ NO_VERSION = "none"
 
 class RequestMetrics:
     def __init__(self, application: WSGIApp,
-                 template_of: Callable[[str], str | None]) -> None:
+                 template_of: Callable[[dict[str, Any]], str | None]) -> None:
         self.application = application
         self.template_of = template_of
 
@@ -60,7 +60,8 @@ class RequestMetrics:
 
     def _record(self, environ: dict[str, Any], status: str, seconds: float,
                 db_seconds: float) -> None:
-        route = self.template_of(environ.get("PATH_INFO", "/")) or UNKNOWN_ROUTE
+        # The router's match, made by an inner layer when one routed.
+        route = self.template_of(environ) or UNKNOWN_ROUTE
         version = environ.get(VERSION_ENVIRON)
         instruments.request_done(
             route, environ.get("REQUEST_METHOD", ""),

@@ -30,7 +30,7 @@ WSGIApp = Callable[..., Iterable[bytes]]
 
 
 class NoAuthMiddleware:
-    def __init__(self, application: WSGIApp, is_public: Callable[[str], bool]
+    def __init__(self, application: WSGIApp, is_public: Callable[[dict[str, Any]], bool]
                  ) -> None:
         self.application = application
         self.is_public = is_public
@@ -38,7 +38,7 @@ class NoAuthMiddleware:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        if self.is_public(environ.get("PATH_INFO", "/")):
+        if self.is_public(environ):
             return self.application(environ, start_response)
         token = environ.get("HTTP_X_AUTH_TOKEN")
         if token is None:

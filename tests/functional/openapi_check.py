@@ -52,7 +52,7 @@ def check(method: str, path: str, status: int, headers: dict[str, str],
     if not version_header.startswith("placement "):
         return
     version = microversion.parse_version(version_header.split()[1])
-    found = _router()._match(path or "/")
+    found = _router().match_path(path)
     if found is None:
         return
     template = found[0]

@@ -25,7 +25,8 @@ def _echo(seen: dict[str, Any]):  # type: ignore[no-untyped-def]
 
 
 def _noauth(seen: dict[str, Any]) -> noauth.NoAuthMiddleware:
-    return noauth.NoAuthMiddleware(_echo(seen), lambda path: path == "/")
+    return noauth.NoAuthMiddleware(_echo(seen),
+                                   lambda environ: environ["PATH_INFO"] == "/")
 
 
 def _get(app: Any, path: str = "/resource_providers", **headers: str
@@ -113,7 +114,7 @@ def test_public_path_bypass() -> None:
     inner: dict[str, Any] = {}
     outer: dict[str, Any] = {}
     app = keystone.PublicPathBypass(_echo(outer), _echo(inner),
-                                    lambda path: path == "/")
+                                    lambda environ: environ["PATH_INFO"] == "/")
     _get(app, "/")
     assert inner and not outer
     inner.clear()

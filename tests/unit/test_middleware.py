@@ -99,7 +99,7 @@ class TestNoAuth:
         def inner(environ: dict[str, Any], start_response: Any) -> Any:
             seen.update(environ)
             return _ok(environ, start_response)
-        return noauth.NoAuthMiddleware(inner, lambda path: path == "/")
+        return noauth.NoAuthMiddleware(inner, lambda environ: environ["PATH_INFO"] == "/")
 
     def test_missing_token_is_401(self) -> None:
         resp = _request(**{VERSION_ENVIRON: (1, 0)}).get_response(self._app({}))
