@@ -39,7 +39,7 @@ import os
 import random
 import threading
 import time
-from typing import Any, Callable, Iterator, ParamSpec, TypeVar
+from typing import Any, Callable, Collection, Iterable, Iterator, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 import sqlalchemy.dialects.postgresql
@@ -450,3 +450,54 @@ def lock_providers(conn: sa.engine.Connection, provider_ids: list[int]) -> None:
                         {"provider_ids": sorted(set(provider_ids))}).all()
     if postgresql and rows:
         commit_outcome.note_transaction_id(conn, rows[0][1])
+
+
+@functools.cache
+def _lock_and_bump_statement() -> sa.Update:
+    """PostgreSQL: the rows of ``provider_ids`` locked in id order by the
+    subquery (what :func:`lock_providers` does), and in the same statement
+    the generation of those in ``bumped_ids`` incremented; the others are
+    written back unchanged.  Every joined row is one the subquery locked,
+    and whatever join the planner picks, a row is updated only after the
+    subquery emitted (and so locked) it and every lower id: locks are still
+    taken in id order."""
+    from placement.db import tables
+
+    rp = tables.resource_providers
+    locking = rp.alias("locking")
+    locked = (sa.select(locking.c.id)
+              .where(locking.c.id.in_(sa.bindparam("provider_ids", expanding=True)))
+              .order_by(locking.c.id)
+              .with_for_update()
+              .subquery("locked"))
+    bumped = rp.c.id.in_(sa.bindparam("bumped_ids", expanding=True))
+    return (rp.update()
+            .where(rp.c.id == locked.c.id)
+            .values(generation=rp.c.generation + sa.case((bumped, 1), else_=0),
+                    updated_at=sa.case((bumped, sa.bindparam("now")),
+                                       else_=rp.c.updated_at))
+            .returning(commit_outcome.TRANSACTION_ID))
+
+
+def lock_and_bump_providers(conn: sa.engine.Connection, provider_ids: Iterable[int],
+                            bumped_ids: Collection[int], now: datetime.datetime
+                            ) -> bool:
+    """:func:`lock_providers`, and where one statement can also do it
+    (PostgreSQL), increment the generations of ``bumped_ids`` (some of
+    ``provider_ids``), setting their ``updated_at`` to ``now``: one round
+    trip where a write would otherwise take two.  Whether they were
+    bumped; if not, the caller bumps them itself, later in the transaction.
+
+    Bumping before the write's checks is safe: a write that then fails
+    rolls back, bump included, and the lock is held until the end either
+    way.
+    """
+    ids = sorted(set(provider_ids))
+    if not bumped_ids or not ids or conn.dialect.name != "postgresql":
+        lock_providers(conn, ids)
+        return False
+    rows = conn.execute(_lock_and_bump_statement(), {
+        "provider_ids": ids, "bumped_ids": sorted(bumped_ids), "now": now}).all()
+    if rows:
+        commit_outcome.note_transaction_id(conn, rows[0][0])
+    return True
