@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Hashable, Mapping
@@ -76,7 +77,65 @@ class Enforcer(oslo_policy.Enforcer):
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         self._decisions: dict[Hashable, str] = {}
         self._decided_under: Any = None
+        # What load_rules last found of the policy files (see _sources).
+        self._sources_seen: Any = None
+        self._candidates: tuple[Hashable, list[str], list[str]] | None = None
         super().__init__(conf)
+
+    def load_rules(self, force_reload: bool = False) -> None:
+        """oslo.policy's ``load_rules``, skipped while nothing it reads has
+        changed: every candidate place of the policy file and directories
+        as oslo.config's ``find_file`` would search them (whether each
+        exists, and when it or a directory's files last changed), and the
+        rules object with what is registered.  oslo.policy looks the files
+        up anew on every call (a search of every configuration directory
+        for each, and a pass over every registered rule), a tenth of a
+        small request's work; a few ``stat`` calls tell the same.  The
+        sources are read before the rules, so a change made while they
+        load is seen by the next call."""
+        try:
+            sources = self._sources() if self.use_conf and not force_reload else None
+        except Exception:  # oslo.config internals moved: always load
+            sources = None
+        if sources is not None and sources == self._sources_seen:
+            return
+        super().load_rules(force_reload)
+        if sources is not None:
+            # The policy file found, and the rules, as loading left them
+            # (oslo.policy keeps the path of the file once found).
+            self._sources_seen = (self.policy_path, *sources[1:-1],
+                                  self._rules_state())
+        else:
+            self._sources_seen = None
+
+    def _rules_state(self) -> tuple[int, int, int]:
+        return (id(self.rules), len(self.rules), len(self.registered_rules))
+
+    def _sources(self) -> tuple[Hashable, ...]:
+        names = (self.policy_file, tuple(self.conf.oslo_policy.policy_dirs))
+        if self._candidates is None or self._candidates[0] != (
+                names, tuple(self.conf.config_file)):
+            # The directories find_file searches, in its order.
+            namespace = self.conf._namespace
+            if namespace is None:
+                raise cfg.NotInitializedError()
+            dirs = [cfg._fixpath(d) for d in namespace._config_dirs or []]
+            dirs += [os.path.dirname(cfg._fixpath(f)) for f in reversed(self.conf.config_file)]
+            dirs += cfg._get_config_dirs(self.conf.project)
+            files = [os.path.join(d, self.policy_file) for d in dirs]
+            folders = [os.path.join(d, name) for name in names[1] for d in dirs]
+            self._candidates = ((names, tuple(self.conf.config_file)), files, folders)
+        _key, files, folders = self._candidates
+        state: list[Hashable] = [self.policy_path]
+        state.extend(_stamp(path) for path in files)
+        for folder in folders:
+            stamp = _stamp(folder)
+            state.append(stamp)
+            if stamp is not None and os.path.isdir(folder):
+                state.append(tuple(_stamp(os.path.join(folder, entry))
+                                   for entry in sorted(os.listdir(folder))))
+        state.append(self._rules_state())
+        return tuple(state)
 
     def set_rules(self, *args: Any, **kwargs: Any) -> None:
         super().set_rules(*args, **kwargs)
@@ -113,6 +172,14 @@ class Enforcer(oslo_policy.Enforcer):
             elif isinstance(check, (_checks.AndCheck, _checks.OrCheck)):
                 pending.extend(check.rules)
         return True
+
+
+def _stamp(path: str) -> int | None:
+    """When ``path`` last changed, None when it does not exist."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
 def _frozen(value: Any) -> Hashable:

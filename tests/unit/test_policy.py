@@ -385,3 +385,50 @@ def test_a_rule_asking_a_server_is_never_remembered(tmp_path: Any) -> None:
         assert enforcer.pure("placement:no_such_rule")
     finally:
         conf.reset()
+
+
+def test_a_policy_file_created_after_start_is_picked_up(tmp_path: Any) -> None:
+    # A relative policy_file is searched beside the configuration files;
+    # one that appears there later applies from the next check on.
+    (tmp_path / "placement.conf").write_text("[oslo_policy]\npolicy_file = policy.yaml\n")
+    conf = placement_conf.load(["--config-file", str(tmp_path / "placement.conf")],
+                               default_config_files=[])
+    conf.set_override("policy_dirs", [], group="oslo_policy")
+    try:
+        policy.init(conf)
+        assert _allowed(_ctx(conf, ["admin"]), "placement:traits:list")
+        (tmp_path / "policy.yaml").write_text('"placement:traits:list": "!"\n')
+        assert not _allowed(_ctx(conf, ["admin"]), "placement:traits:list")
+    finally:
+        conf.reset()
+
+
+def test_unchanged_policy_files_are_not_looked_up_again(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text('"placement:traits:list": "role:trait_reader"\n')
+    conf = _conf(tmp_path, policy_file=str(path))
+    loads = []
+    oslo_load_rules = oslo_policy.Enforcer.load_rules
+
+    def counted(self: Any, force_reload: bool = False) -> None:
+        loads.append(force_reload)
+        oslo_load_rules(self, force_reload)
+
+    monkeypatch.setattr(oslo_policy.Enforcer, "load_rules", counted)
+    try:
+        policy.init(conf)
+        assert loads == [False]
+        for _ in range(3):
+            assert _allowed(_ctx(conf, ["trait_reader"]), "placement:traits:list")
+            assert not _allowed(_ctx(conf, ["admin"]), "placement:traits:list")
+        assert loads == [False]
+        # Rules set from elsewhere are completed with the defaults again.
+        policy.get_enforcer(conf).set_rules(
+            oslo_policy.Rules.load('{"placement:traits:list": "@"}'),
+            overwrite=True, use_conf=True)
+        assert _allowed(_ctx(conf, []), "placement:traits:list")
+        assert _allowed(_ctx(conf, ["admin"]), "placement:traits:show")
+        assert loads == [False, False]
+    finally:
+        conf.reset()
