@@ -2,10 +2,10 @@
 
 What lives here: reading a provider's inventories, writing them (one class
 or all at once), and the capacity figures allocation writers check.  Every
-write locks the provider row first (see ``db.api.lock_providers``) and
-increments the provider's generation with a compare-and-swap in the same
-transaction, so it is serialised with concurrent allocation writers and
-with other inventory writers.
+write first increments the provider's generation with a compare-and-swap,
+an UPDATE that also locks the provider row (as ``db.api.lock_providers``
+does for allocation writers), so it is serialised with concurrent
+allocation writers and with other inventory writers.
 
 The ``*_in`` functions take a caller's open transaction: the reshaper
 replaces the inventories of several providers and moves allocations in one
@@ -239,11 +239,24 @@ def _refuse_if_in_use(conn: sa.engine.Connection,
             resource_provider=provider.uuid)
 
 
-def _warn_over_capacity(conn: sa.engine.Connection,
-                        provider: rp_obj.ResourceProvider,
-                        class_ids: Iterable[int]) -> None:
+def _warn_over_capacity(provider: rp_obj.ResourceProvider,
+                        stored: Mapping[int, Capacity],
+                        written: Mapping[int, InventoryFields]) -> None:
     # Shrinking an inventory below what is allocated is allowed (the
     # operator may be draining the provider); it is only worth a warning.
+    # ``stored`` was read under the provider's lock, so its usage is what
+    # the write leaves (allocation writers of the provider wait for it).
+    for class_id, fields in written.items():
+        before = stored.get(class_id)
+        if before is not None and before.used > fields.capacity:
+            LOG.warning("Resource provider %s is now over-capacity for "
+                        "resource class id %s", provider.uuid, class_id)
+
+
+def _warn_over_capacity_now(conn: sa.engine.Connection,
+                            provider: rp_obj.ResourceProvider,
+                            class_ids: Iterable[int]) -> None:
+    """:func:`_warn_over_capacity` for inventories already written."""
     for capacity in capacities_in(conn, [provider.id], class_ids).values():
         if capacity.used > capacity.capacity:
             LOG.warning("Resource provider %s is now over-capacity for "
@@ -254,8 +267,21 @@ def _warn_over_capacity(conn: sa.engine.Connection,
 def _lock_and_bump(conn: sa.engine.Connection,
                    provider: rp_obj.ResourceProvider,
                    expected_generation: int | None) -> int:
-    db_api.lock_providers(conn, [provider.id])
+    """Lock the provider and increment its generation, if still the one
+    expected.  The compare-and-swap is an UPDATE, which locks the row as
+    ``db.api.lock_providers`` would (one row: no order to keep), so one
+    statement does both."""
     return rp_obj.bump_generation(conn, provider, expected_generation)
+
+
+# The statements of replace_in, built once: a write runs them with its values.
+_UPDATE_ROWS = (
+    _INV.update()
+    .where(_INV.c.resource_provider_id == sa.bindparam("provider_id"),
+           _INV.c.resource_class_id == sa.bindparam("class_id"))
+    .values(updated_at=sa.bindparam("now"),
+            **{name: sa.bindparam(name) for name in _FIELD_NAMES}))
+_INSERT_ROWS = _INV.insert()
 
 
 def replace_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
@@ -269,16 +295,20 @@ def replace_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
     check off because it moves those allocations in the same transaction).
     Raises ProviderConcurrentUpdate when the generation is not
     ``expected_generation`` (default: the one ``provider`` was read with)
-    and ResourceClassNotFound.  Returns the new generation.
+    and ResourceClassNotFound (for the first unknown class, in the order
+    given).  Returns the new generation.
     """
     generation = _lock_and_bump(conn, provider, expected_generation)
-    class_ids = {name: rc_obj.ids_by_name(conn, [name])[name]
-                 for name in inventories}
-    existing = {row[0] for row in conn.execute(
-        sa.select(_INV.c.resource_class_id)
-        .where(_INV.c.resource_provider_id == provider.id)).all()}
-    wanted = set(class_ids.values())
-    removed = existing - wanted
+    known = rc_obj.known_ids(conn, inventories)
+    for name in inventories:
+        if name not in known:
+            raise exceptions.ResourceClassNotFound(name=name)
+    written = {known[name]: fields for name, fields in inventories.items()}
+    # What the provider has now, with usage: which rows to update, insert
+    # or remove, and whether the new ones leave it over capacity.
+    stored = {class_id: capacity for (_rp, class_id), capacity
+              in capacities_in(conn, [provider.id]).items()}
+    removed = set(stored) - set(written)
     if removed:
         if check_in_use:
             _refuse_if_in_use(conn, provider, removed)
@@ -286,18 +316,17 @@ def replace_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
             _INV.c.resource_provider_id == provider.id,
             _INV.c.resource_class_id.in_(sorted(removed))))
     now = rp_obj.utcnow()
-    for name, fields in inventories.items():
-        class_id = class_ids[name]
-        if class_id in existing:
-            conn.execute(_INV.update().where(
-                _INV.c.resource_provider_id == provider.id,
-                _INV.c.resource_class_id == class_id,
-            ).values(updated_at=now, **_values(fields)))
-        else:
-            conn.execute(_INV.insert().values(
-                resource_provider_id=provider.id, resource_class_id=class_id,
-                created_at=now, **_values(fields)))
-    _warn_over_capacity(conn, provider, wanted & existing)
+    updates = [{"provider_id": provider.id, "class_id": class_id, "now": now,
+                **_values(fields)}
+               for class_id, fields in written.items() if class_id in stored]
+    inserts = [{"resource_provider_id": provider.id, "resource_class_id": class_id,
+                "created_at": now, **_values(fields)}
+               for class_id, fields in written.items() if class_id not in stored]
+    if updates:
+        conn.execute(_UPDATE_ROWS, updates)
+    if inserts:
+        conn.execute(_INSERT_ROWS, inserts)
+    _warn_over_capacity(provider, stored, written)
     return generation
 
 
@@ -338,7 +367,7 @@ def update_in(conn: sa.engine.Connection, provider: rp_obj.ResourceProvider,
         raise exceptions.InventoryNotFound(
             "No inventory of class %s found." % resource_class,
             resource_class=resource_class, provider=provider.uuid)
-    _warn_over_capacity(conn, provider, [class_id])
+    _warn_over_capacity_now(conn, provider, [class_id])
     return generation
 
 

@@ -181,15 +181,22 @@ def delete(ctx: RequestContext, name: str) -> None:
         conn.execute(_RC.delete().where(_RC.c.id == current.id))
 
 
-def ids_by_name(conn: sa.engine.Connection, names: Iterable[str]) -> dict[str, int]:
-    """``{name: id}`` for these names; ResourceClassNotFound for the first unknown."""
+def known_ids(conn: sa.engine.Connection, names: Iterable[str]) -> dict[str, int]:
+    """``{name: id}`` for those of these names that are classes."""
     wanted = set(names)
     if not wanted:
         return {}
     rows = conn.execute(
         sa.select(_RC.c.name, _RC.c.id).where(_RC.c.name.in_(sorted(wanted)))
     ).all()
-    found = {name: id_ for name, id_ in rows}
+    return {name: id_ for name, id_ in rows}
+
+
+def ids_by_name(conn: sa.engine.Connection, names: Iterable[str]) -> dict[str, int]:
+    """``{name: id}`` for these names; ResourceClassNotFound for the first
+    unknown, in sorted order."""
+    wanted = set(names)
+    found = known_ids(conn, wanted)
     for name in sorted(wanted):
         if name not in found:
             raise exceptions.ResourceClassNotFound(name=name)

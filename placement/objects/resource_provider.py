@@ -23,6 +23,7 @@ from oslo_db import exception as db_exc
 
 from placement import exceptions
 from placement.db import api as db_api
+from placement.db import commit_outcome
 from placement.db import tables
 
 if TYPE_CHECKING:
@@ -126,12 +127,18 @@ def bump_generation(conn: sa.engine.Connection, provider: ResourceProvider,
     """
     expected = provider.generation if expected_generation is None \
         else expected_generation
-    result = conn.execute(
-        _RP.update()
-        .where(_RP.c.id == provider.id, _RP.c.generation == expected)
-        .values(generation=expected + 1, updated_at=utcnow())
-    )
-    if result.rowcount != 1:
+    statement = (_RP.update()
+                 .where(_RP.c.id == provider.id, _RP.c.generation == expected)
+                 .values(generation=expected + 1, updated_at=utcnow()))
+    if commit_outcome.wants_transaction_id(conn):
+        # PostgreSQL: the transaction's id, for the writer (it would
+        # otherwise ask for it before COMMIT).
+        told = conn.execute(statement.returning(commit_outcome.TRANSACTION_ID)).first()
+        if told is None:
+            raise exceptions.ProviderConcurrentUpdate()
+        commit_outcome.note_transaction_id(conn, told[0])
+        return expected + 1
+    if conn.execute(statement).rowcount != 1:
         raise exceptions.ProviderConcurrentUpdate()
     return expected + 1
 
