@@ -458,7 +458,10 @@ def lock_providers(conn: sa.engine.Connection, provider_ids: list[int]) -> None:
     """Hold row locks on these providers until the transaction ends.
 
     Every write that checks capacity or generations of providers takes this
-    lock first, in id order so that two writers cannot deadlock on it.  The
+    lock first, in id order so that two writers cannot deadlock on it
+    (:func:`lock_and_bump_providers` takes it with the generation bump;
+    a write of one provider's inventories, with its compare-and-swap on
+    the generation, an UPDATE that locks the row as well).  The
     lock serialises writers of the same providers on PostgreSQL and MySQL
     (on SQLite the whole database is already locked by BEGIN IMMEDIATE), and
     it comes before any read of usage so that, under MySQL's REPEATABLE READ,
