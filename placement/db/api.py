@@ -23,7 +23,8 @@ A database error is classified by what it is (``db/failures.py``,
 the transaction collided with a concurrent one (deadlock, Galera
 certification failure, lock wait timeout), or anything else.  Writes run
 their whole transaction again after a collision, a bounded number of
-times (:func:`retry_on_conflict`, :func:`run_with_retries`); the API
+times (``db/retries.py``: :func:`retry_on_conflict`,
+:func:`run_with_retries`, also reachable here); the API
 answers what is left with 503, 409 ``placement.concurrent_update`` and 500
 (``middleware/fault.py``).
 """
@@ -31,15 +32,12 @@ answers what is left with 503, 409 ``placement.concurrent_update`` and 500
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import datetime
 import functools
 import logging
 import os
-import random
 import threading
-import time
-from typing import Any, Callable, Collection, Iterable, Iterator, ParamSpec, TypeVar
+from typing import Any, Collection, Iterable, Iterator
 
 import sqlalchemy as sa
 import sqlalchemy.dialects.postgresql
@@ -48,14 +46,18 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 
-from placement.db import commit_outcome
-from placement.db.failures import (
-    Failure,
-    classify,
-    collided,
-    connection_problem,
-    driver_message,
-)
+from placement.db import commit_outcome, retries
+# Reachable through db.api, where its callers have always found them.
+from placement.db.failures import Failure as Failure
+from placement.db.failures import classify as classify
+from placement.db.failures import collided as collided
+from placement.db.failures import connection_problem as connection_problem
+from placement.db.failures import driver_message as driver_message
+from placement.db.retries import CONFLICT_RETRIES as CONFLICT_RETRIES
+from placement.db.retries import LOST_CONNECTION_RETRIES as LOST_CONNECTION_RETRIES
+from placement.db.retries import lost_uncommitted as lost_uncommitted
+from placement.db.retries import retry_on_conflict as retry_on_conflict
+from placement.db.retries import run_with_retries as run_with_retries
 
 LOG = logging.getLogger(__name__)
 
@@ -205,7 +207,7 @@ class Database:
         raised as it is and the write is not run again, as it might apply
         twice.
         """
-        earlier_commit = _reached_commit.get()
+        earlier_commit = retries.reached_commit.get()
         committing = False
         ticket = None
         try:
@@ -219,7 +221,7 @@ class Database:
                         return  # nothing to commit, nothing to lose
                     # COMMIT is sent on leaving the block.
                     committing = True
-                    _reached_commit.set(True)
+                    retries.reached_commit.set(True)
         except Exception as exc:
             if not committing or classify(exc) is not Failure.UNAVAILABLE:
                 raise
@@ -227,7 +229,7 @@ class Database:
                 LOG.warning("a write lost its database connection during COMMIT; "
                             "its transaction had committed")
                 return
-            _reached_commit.set(earlier_commit)  # aborted: free to run again
+            retries.reached_commit.set(earlier_commit)  # aborted: free to run again
             raise
         self.outcomes.after_commit(ticket)
 
@@ -248,106 +250,6 @@ class Database:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
-
-
-# A write that collided with a concurrent one (Failure.CONFLICT) runs its
-# whole transaction again from the start, at most this many times, after a
-# random pause of up to a bound that doubles from the first retry on (a
-# loser on one Galera node may have to wait for the winner's rows to be
-# applied there).  The retry never continues inside the failed transaction.
-CONFLICT_RETRIES = 5
-_FIRST_PAUSE = 0.01
-_LONGEST_PAUSE = 0.2
-# Set while a write runs under run_with_retries: a retrying write called by
-# another one makes single attempts, so that retries do not multiply.
-_retrying: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "placement_retrying", default=False)
-
-T = TypeVar("T")
-P = ParamSpec("P")
-
-
-def _instruments() -> Any:
-    """The metrics instruments, imported when a write first retries: the
-    import (prometheus-client) costs every worker memory, and a service
-    without ``[metrics] enabled`` has nothing that reads them."""
-    from placement.metrics import instruments
-
-    return instruments
-
-
-# A write whose connection was lost before it committed (the server
-# killed it, a proxy or failover cut it) runs again on a fresh one, at
-# most this many times; a database that is really gone fails again at once.
-LOST_CONNECTION_RETRIES = 2
-# Set once an attempt of a write under run_with_retries sends COMMIT of one
-# of its writer transactions; until then nothing of the attempt can have
-# been committed, whichever of its transactions (the writer, or a reader
-# planning it beforehand) lost its connection.
-_reached_commit: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "placement_reached_commit", default=False)
-
-
-def lost_uncommitted(exc: BaseException) -> bool:
-    """Whether ``exc`` is a lost connection of a write attempt that cannot
-    have committed anything (it had not reached COMMIT)."""
-    return not _reached_commit.get() and classify(exc) is Failure.UNAVAILABLE
-
-
-def run_with_retries(write: str, attempt: Callable[[], T],
-                     retries: int = CONFLICT_RETRIES,
-                     also: tuple[type[BaseException], ...] = ()) -> T:
-    """``attempt()``, a whole transaction, run again while it collides.
-
-    A collision is a Failure.CONFLICT or one of the exceptions in ``also``
-    (what a caller's own checks raise when a concurrent writer got in
-    first).  After ``retries`` retries the last collision is raised.  A
-    write that needed retries is logged once, at INFO, with its name
-    ``write``, how many retries it took and how it ended.
-    """
-    if _retrying.get():
-        return attempt()
-    token = _retrying.set(True)
-    collisions: list[BaseException] = []
-    lost = 0
-    outcome = "succeeded"
-    try:
-        while True:
-            _reached_commit.set(False)
-            try:
-                return attempt()
-            except Exception as exc:
-                if lost < LOST_CONNECTION_RETRIES and lost_uncommitted(exc):
-                    lost += 1
-                    _instruments().write_retried(write, "lost_connection")
-                    continue
-                if not (isinstance(exc, also) or collided(exc)):
-                    outcome = "failed with %s" % type(exc).__name__
-                    raise
-                _instruments().write_collided(write, given_up=len(collisions) == retries)
-                if len(collisions) == retries:
-                    outcome = "gave up"
-                    raise
-                collisions.append(exc)
-                _instruments().write_retried(write, "conflict")
-            pause = min(_LONGEST_PAUSE, _FIRST_PAUSE * 2 ** (len(collisions) - 1))
-            time.sleep(random.uniform(0, pause))
-    finally:
-        _retrying.reset(token)
-        if lost:
-            LOG.warning("%s lost its database connection before committing "
-                        "and was run again on a new one %d time(s), then %s",
-                        write, lost, outcome)
-        if collisions:
-            LOG.info("%s collided with a concurrent write and was retried %d "
-                     "time(s), then %s; last collision: %s", write,
-                     len(collisions), outcome, _collision_reason(collisions[-1]))
-
-
-def _collision_reason(exc: BaseException) -> str:
-    if isinstance(exc, (db_exc.DBError, sa.exc.SQLAlchemyError)):
-        return driver_message(exc)
-    return "%s: %s" % (type(exc).__name__, exc)
 
 
 def insert_unless_present(conn: sa.engine.Connection, table: sa.Table) -> Any:
@@ -374,18 +276,6 @@ def as_stored(conn: sa.engine.Connection, values: dict[str, Any]) -> dict[str, A
         return values
     return {key: value.replace(microsecond=0) if isinstance(value, datetime.datetime)
             else value for key, value in values.items()}
-
-
-def retry_on_conflict(write: Callable[P, T]) -> Callable[P, T]:
-    """Decorate a function that runs one whole write transaction so that it
-    is run again when it collides (see :func:`run_with_retries`)."""
-    name = "%s.%s" % (write.__module__.rsplit(".", 1)[-1], write.__qualname__)
-
-    @functools.wraps(write)
-    def retried(*args: P.args, **kwargs: P.kwargs) -> T:
-        return run_with_retries(name, lambda: write(*args, **kwargs))
-
-    return retried
 
 
 def _tune_sqlite(engine: sa.engine.Engine) -> None:

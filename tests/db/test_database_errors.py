@@ -23,7 +23,7 @@ import pytest
 import sqlalchemy as sa
 
 from placement.db import api as db_api
-from placement.db import migration
+from placement.db import migration, retries
 from placement.db.api import Database, Failure
 from placement.objects import resource_class, trait
 from tests import backends
@@ -220,7 +220,7 @@ def test_other_database_errors_are_errors(backend: str) -> None:
 
 def _retry_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [record.getMessage() for record in caplog.records
-            if record.name == db_api.__name__ and record.levelno == logging.INFO]
+            if record.name == retries.__name__ and record.levelno == logging.INFO]
 
 
 @pytest.fixture(params=ALL)
