@@ -70,7 +70,7 @@ class PlacementApp:
 # a proxy or a failover) is run again on a fresh connection, at most this
 # many times: it changed nothing, and a database that is really gone fails
 # again at once (503).  Writes retry only their uncommitted transactions,
-# in placement.db.api.run_with_retries.
+# in placement.db.retries.run_with_retries.
 READ_RETRIES = 2
 _READS = frozenset({"GET", "HEAD"})
 

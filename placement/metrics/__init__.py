@@ -4,7 +4,7 @@
 Prometheus text format: the instruments of :mod:`.instruments`, which the
 request flow feeds in a few places only (requests in
 ``placement/middleware/metrics.py``, the database in
-``placement/db/observe.py`` and ``placement.db.api.run_with_retries``,
+``placement/db/observe.py`` and ``placement.db.retries.run_with_retries``,
 what workers keep in ``placement/kept/``), followed by the capacity
 figures of :mod:`.capacity`, brought up to date from the database (only
 what changed, :mod:`.kept_figures`) at most once per
