@@ -10,9 +10,11 @@ The enforcer remembers its decisions (:class:`Enforcer`): a check of the
 same rule for the same credentials and target gives the same answer as
 long as the rules are the same, and evaluating the rule tree again costs
 more than the rest of a small request's policy work.  The rules are still
-re-read as oslo.policy documents it (``load_rules`` runs before every
-check, so a changed policy file or ``policy_dirs`` applies to the next
-request), and every change of them forgets every decision.  The
+re-read as oslo.policy documents it (a changed policy file or
+``policy_dirs`` applies to the next request: before every check
+``Enforcer.load_rules`` compares the places oslo.policy would look with
+what it saw last, and loads when they differ), and every change of them
+forgets every decision.  The
 decisions are process-wide state outside ``placement/kept/``, whose
 docstring names them among what a worker keeps.
 
