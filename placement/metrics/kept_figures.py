@@ -58,7 +58,7 @@ it: rows fetched as the driver's plain tuples, details kept as plain
 tuples (which it stops following at its first pass; it never stops
 following a named tuple or a frozenset), providers grouped by sorting
 pairs rather than in a set or list per host.  What stays followed is
-about five objects per host (inventories, tree, host use), so a worker's
+about six objects per host (its inventories, tree and use), so a worker's
 first reading at 10,000 providers triggers one or two full collections
 instead of four.
 """
@@ -274,8 +274,9 @@ class KeptFigures:
             inventories[pid] for tree in trees for pid in tree.providers))
         counts = [host_fits(everything, self._memberships, self._traits, group)
                   for group in self._groups]
-        return [tree._replace(fits=tuple(by_root.get(tree.root_id, 0) for by_root in counts))
-                for tree in trees]
+        return [_Tree(root, providers, host, flavors_read,
+                      tuple([by_root.get(root, 0) for by_root in counts]))
+                for root, providers, host, flavors_read, _ in trees]
 
     def _leave(self, tree: _Tree) -> None:
         """Take what ``tree`` added out of the sums, the fits and the

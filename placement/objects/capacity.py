@@ -252,16 +252,18 @@ def _read_details(conn: sa.engine.Connection, ids: list[int] | None,
     """The details of providers ``ids`` (every one when None), into
     ``reading.details``."""
     def only(column: Any) -> Any:
-        return sa.true() if ids is None else column.in_(ids)
+        # One expanding parameter, not one bound value per id: the values
+        # are handed to the driver as they are, not coerced one by one.
+        return sa.true() if ids is None else column.in_(_IDS)
 
-    uuids = _fetched(conn, sa.select(_RP.c.id, _RP.c.uuid).where(only(_RP.c.id)))
+    uuids = _fetched(conn, sa.select(_RP.c.id, _RP.c.uuid).where(only(_RP.c.id)), ids)
     used = {(pid, cid): amount for pid, cid, amount in _fetched(
-        conn, _usage_per_inventory().where(only(_ALLOC.c.resource_provider_id)))}
+        conn, _usage_per_inventory().where(only(_ALLOC.c.resource_provider_id)), ids)}
     names = reading.class_names
     # Grouped per provider straight into tuples (no list per provider:
     # 10,000 containers alive through the reading would make the cycle
     # collector go over the whole process).
-    rows = _fetched(conn, _inventory_rows().where(only(_INV.c.resource_provider_id)))
+    rows = _fetched(conn, _inventory_rows().where(only(_INV.c.resource_provider_id)), ids)
     rows.sort(key=_FIRST)
     inventories = {pid: tuple(sorted([(names[cid], *values, used.get((pid, cid), 0))
                                       for _pid, cid, *values in group]))
@@ -270,7 +272,7 @@ def _read_details(conn: sa.engine.Connection, ids: list[int] | None,
     if with_traits:
         named = _fetched(conn, sa.select(_RPT.c.resource_provider_id, _TRAITS.c.name)
                          .join(_TRAITS, _TRAITS.c.id == _RPT.c.trait_id)
-                         .where(only(_RPT.c.resource_provider_id)))
+                         .where(only(_RPT.c.resource_provider_id)), ids)
         named.sort()
         traits = {pid: tuple([name for _pid, name in group])
                   for pid, group in itertools.groupby(named, _FIRST)}
@@ -281,7 +283,11 @@ def _read_details(conn: sa.engine.Connection, ids: list[int] | None,
 _FIRST = operator.itemgetter(0)
 
 
-def _fetched(conn: sa.engine.Connection, query: sa.Select[Any]) -> list[Any]:
+_IDS: sa.BindParameter[Any] = sa.bindparam("ids", expanding=True)
+
+
+def _fetched(conn: sa.engine.Connection, query: sa.Select[Any],
+             ids: list[int] | None = None) -> list[Any]:
     """Every row of ``query`` as the driver hands it over: plain tuples,
     all at once.  A reading fetches some 80,000 rows at 10,000 providers;
     SQLAlchemy's row objects cost more to make than the rest of the
@@ -289,7 +295,7 @@ def _fetched(conn: sa.engine.Connection, query: sa.Select[Any]) -> list[Any]:
     the whole process several times.  Safe here: every column is an
     integer, a float or a string, which the drivers give as such (no
     result processing to skip)."""
-    result = conn.execute(query)
+    result = conn.execute(query, {} if ids is None else {"ids": ids})
     try:
         return list(result.cursor.fetchall())
     finally:
