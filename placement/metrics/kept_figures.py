@@ -95,6 +95,18 @@ _UNIT = 1 << _UNIT_BITS
 _FIRST = operator.itemgetter(0)
 
 
+def in_units(value: float) -> int:
+    """``value`` (a finite float) as a whole number of _UNITs, exactly."""
+    numerator, denominator = value.as_integer_ratio()
+    # denominator is 2**k, k <= _UNIT_BITS.
+    return numerator << (_UNIT_BITS + 1 - denominator.bit_length())
+
+
+def from_units(units: int) -> float:
+    """A sum of :func:`in_units`, as the nearest float (ties to even)."""
+    return units / _UNIT
+
+
 class _Tree(NamedTuple):
     """One host as worked out at a reading: its providers (every one of
     the tree, in id order), its use, which flavors it was counted for
@@ -299,9 +311,7 @@ class KeptFigures:
             scopes = (_CLOUD, *self._memberships.get(pid, _NONE))
             for (_pid, _name, _uuid, _root, _root_name, _parent, rc, total, reserved,
                  ratio, _min, _max, _step, used) in rows:
-                numerator, denominator = ((total - reserved) * ratio).as_integer_ratio()
-                # denominator is 2**k: the capacity counted in _UNITs.
-                units = numerator << (_UNIT_BITS + 1 - denominator.bit_length())
+                units = in_units((total - reserved) * ratio)
                 for scope in scopes:
                     sums = all_sums.get((scope, rc))
                     if sums is None:
@@ -341,7 +351,8 @@ class KeptFigures:
             if not providers:
                 del self._sums[key]
                 continue
-            totals = ClassTotals(key[1], total, reserved, units / _UNIT, used, providers)
+            totals = ClassTotals(key[1], total, reserved, from_units(units), used,
+                                 providers)
             if key[0] == _CLOUD:
                 cloud.append(totals)
             else:
