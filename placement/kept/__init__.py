@@ -1,10 +1,11 @@
 """What a worker keeps between requests of what the database holds.
 
-This is the only process-wide mutable state that depends on the
-database.  A worker keeps a little else between requests, none of it read
-from the database, each kept beside the code it serves: the policy
-enforcer's decisions (``placement/policy.py``: one answer per rule, target
-and credentials, all forgotten whenever the rules or the policy file
+This, with the two stores of :mod:`placement.metrics` named below, is the
+only process-wide mutable state that depends on the database.  A worker
+keeps a little else between requests, none of it read from the
+database, each kept beside the code it serves: the policy enforcer's
+decisions (``placement/policy.py``: one answer per rule, target and
+credentials, all forgotten whenever the rules or the policy file
 change), compiled JSON schema validators and SQL text built from the code
 alone (``placement/request.py``, ``objects/candidates/search.py``), and
 oslo.db's pool of connections.
@@ -87,6 +88,26 @@ Why using what is kept is safe
    ``id()``): a replaced tree or list has a new key, so its old text is
    never found for it.  Texts of replaced objects are dropped with them
    (trees) or when texts are held for many more objects than are kept.
+
+Kept elsewhere, on purpose
+--------------------------
+With ``[metrics] enabled`` a worker keeps two more things, in
+:mod:`placement.metrics` (a package such a worker alone imports):
+
+* the capacity figures and their last report, per database
+  (``placement.metrics.capacity._KEPT``; what is kept and why it is never
+  stale is :mod:`placement.metrics.kept_figures`'s docstring);
+* prometheus-client's counters, histograms and gauges
+  (:mod:`placement.metrics.instruments`), in memory or, in multiprocess
+  mode, in files shared by the workers.
+
+They stay out of :class:`Kept` because nothing here serves them and they
+serve nothing here: they are read by ``GET /metrics`` and ``GET
+/capacity`` only, under their own lock (one reading at a time per
+worker, where the stores here are shared by requests in threads without
+one), with their own rules for staleness (provider states, not
+generations alone) and their own lifetime (``capacity_interval``); and a
+worker without ``[metrics]`` must not import them.
 """
 
 from placement.kept.store import NOTHING, Entry, Kept, QueryCandidates, Texts, of

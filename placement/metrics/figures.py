@@ -23,21 +23,29 @@ from placement.query import RequestGroup, has_traits, in_aggregates
 _NONE: frozenset[str] = frozenset()
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class HostUse:
-    """A host (tree) and, per class, what is used of its capacity."""
+    """A host (tree) and, per class, what is used of its capacity.
+
+    With slots: a worker keeps one per host, and an object without its own
+    ``__dict__`` is one object less for the cycle collector to go over."""
 
     root_id: int
     name: str
     classes: dict[str, tuple[int, float]]
+    _fullest: float | None = dataclasses.field(default=None, init=False,
+                                               compare=False, repr=False)
 
-    @functools.cached_property
+    @property
     def fullest(self) -> float:
         """The largest share used of any class's capacity (0 to 1, or more
         when capacity shrank under allocations); worked out once, as kept
         hosts are asked again at every reading."""
-        return max((used / capacity for used, capacity in self.classes.values()
-                    if capacity > 0), default=0.0)
+        if self._fullest is None:
+            object.__setattr__(self, "_fullest", max(
+                (used / capacity for used, capacity in self.classes.values()
+                 if capacity > 0), default=0.0))
+        return self._fullest  # type: ignore[return-value]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,15 +102,22 @@ class Fits:
 
 def times(inventory: InventoryUse, amount: int) -> int:
     """How many more times ``amount`` fits on this inventory."""
-    if not (inventory.min_unit <= amount <= inventory.max_unit
-            and amount % inventory.step_size == 0):
+    return _times(inventory.total, inventory.reserved, inventory.allocation_ratio,
+                  inventory.min_unit, inventory.max_unit, inventory.step_size,
+                  inventory.used, amount)
+
+
+def _times(total: int, reserved: int, ratio: float, min_unit: int, max_unit: int,
+           step_size: int, used: int, amount: int) -> int:
+    if not (min_unit <= amount <= max_unit and amount % step_size == 0):
         return 0
-    room = inventory.capacity - inventory.used
+    capacity = (total - reserved) * ratio
+    room = capacity - used
     if room < amount:
         return 0
     count = math.floor(room / amount)
     # Guard the division's rounding: the check the claim makes decides.
-    while count and inventory.used + count * amount > inventory.capacity:
+    while count and used + count * amount > capacity:
         count -= 1
     return count
 
@@ -112,31 +127,37 @@ def host_fits(inventories: Iterable[InventoryUse],
               traits: dict[int, frozenset[str]], group: RequestGroup) -> dict[int, int]:
     """How many more of ``group`` each host of ``inventories`` takes
     (root id -> count, hosts taking none left out); see
-    :mod:`placement.metrics.capacity`."""
+    :mod:`placement.metrics.capacity`.  The inventories are unpacked, not
+    read by attribute: this runs once per inventory of a requested class
+    (60,000 times per first scrape at 10,000 providers and two flavors)."""
     amounts = dict(group.resources)
     by_root: dict[int, dict[str, int]] = {}
     traits_by_root: dict[int, set[str]] = {}
     check_aggregates = bool(group.member_of or group.not_member_of)
-    for inventory in inventories:
-        amount = amounts.get(inventory.resource_class)
+    forbidden, required = group.forbidden, group.required
+    for (pid, _name, _uuid, root, _root_name, _parent, rc, total, reserved, ratio,
+         min_unit, max_unit, step_size, used) in inventories:
+        amount = amounts.get(rc)
         if amount is None:
             continue
-        pid = inventory.provider_id
         if check_aggregates and not in_aggregates(memberships.get(pid, _NONE), group):
             continue
-        provider_traits = traits.get(pid, _NONE)
-        if group.forbidden and not group.forbidden.isdisjoint(provider_traits):
+        if forbidden and not forbidden.isdisjoint(traits.get(pid, _NONE)):
             continue
-        count = times(inventory, amount)
-        sums = by_root.setdefault(inventory.root_id, {})
-        sums[inventory.resource_class] = sums.get(inventory.resource_class, 0) + count
-        if count and group.required:
-            traits_by_root.setdefault(inventory.root_id, set()).update(provider_traits)
+        count = _times(total, reserved, ratio, min_unit, max_unit, step_size, used,
+                       amount)
+        sums = by_root.get(root)
+        if sums is None:
+            sums = by_root[root] = {}
+        sums[rc] = sums.get(rc, 0) + count
+        if count and required:
+            traits_by_root.setdefault(root, set()).update(traits.get(pid, _NONE))
     hosts = {}
+    wanted = len(amounts)
     for root, sums in by_root.items():
-        if len(sums) < len(amounts):
+        if len(sums) < wanted:
             continue
-        if group.required and not has_traits(traits_by_root.get(root, set()), group):
+        if required and not has_traits(traits_by_root.get(root, set()), group):
             continue
         count = min(sums.values())
         if count:
@@ -161,19 +182,23 @@ def number(value: float | int) -> str:
 def exporter_lines(inventories: Iterable[InventoryUse]) -> tuple[bytes, ...]:
     """The lines of openstack-exporter's four gauges (allocation ratio,
     reserved, total, usage) for these inventories, one text per gauge."""
-    columns: tuple[list[str], ...] = ([], [], [], [])
-    ratio, reserved, total, usage = columns
+    ratios: list[str] = []
+    reserved: list[str] = []
+    totals: list[str] = []
+    usage: list[str] = []
     name, hostname = None, ""
-    for i in inventories:
-        if i.provider_name != name:
-            name, hostname = i.provider_name, escape(i.provider_name)
-        labels = '{hostname="%s",resourcetype="%s"} ' % (hostname, i.resource_class)
-        ratio.append("openstack_placement_resource_allocation_ratio%s%s\n"
-                     % (labels, number(i.allocation_ratio)))
-        reserved.append("openstack_placement_resource_reserved%s%d\n" % (labels, i.reserved))
-        total.append("openstack_placement_resource_total%s%d\n" % (labels, i.total))
-        usage.append("openstack_placement_resource_usage%s%d\n" % (labels, i.used))
-    return tuple("".join(column).encode("utf-8") for column in columns)
+    for (_pid, provider_name, _uuid, _root, _root_name, _parent, rc, total, held,
+         ratio, _min, _max, _step, used) in inventories:
+        if provider_name != name:
+            name, hostname = provider_name, escape(provider_name)
+        labels = '{hostname="%s",resourcetype="%s"} ' % (hostname, rc)
+        ratios.append("openstack_placement_resource_allocation_ratio%s%s\n"
+                      % (labels, number(ratio)))
+        reserved.append("openstack_placement_resource_reserved%s%d\n" % (labels, held))
+        totals.append("openstack_placement_resource_total%s%d\n" % (labels, total))
+        usage.append("openstack_placement_resource_usage%s%d\n" % (labels, used))
+    return ("".join(ratios).encode(), "".join(reserved).encode(),
+            "".join(totals).encode(), "".join(usage).encode())
 
 
 def host_use(root: int, name: str, inventories: list[InventoryUse]) -> HostUse | None:

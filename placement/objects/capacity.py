@@ -21,6 +21,8 @@ rest, and works out the figures).
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import operator
 from typing import TYPE_CHECKING, Any, Callable, Collection, Final, Iterable, NamedTuple
 
 import sqlalchemy as sa
@@ -153,15 +155,15 @@ ROOT: Final = 3
 PARENT: Final = 4
 
 
-class ProviderDetails(NamedTuple):
-    """What is read again of a provider whose state changed: its uuid, its
-    inventories with their usage, as ``(class name, total, reserved,
-    ratio, min_unit, max_unit, step_size, used)`` in class name order, and
-    its traits (empty unless asked for)."""
-
-    uuid: str
-    inventories: tuple[tuple[str, int, int, float, int, int, int, int], ...]
-    traits: frozenset[str]
+# What is read again of a provider whose state changed: its uuid, its
+# inventories with their usage, as (class name, total, reserved, ratio,
+# min_unit, max_unit, step_size, used) in class name order, and its traits
+# in name order (empty unless asked for).  Plain tuples of plain values,
+# which the cycle collector stops following at its first pass: it never
+# stops following a named tuple (or a frozenset), and 10,000 of them kept
+# made it go over the whole process more often.
+ProviderDetails = tuple[
+    str, tuple[tuple[str, int, int, float, int, int, int, int], ...], tuple[str, ...]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,15 +227,13 @@ def read_capacity(ctx: RequestContext,
     than it.
     """
     with ctx.db.reader() as conn:
-        class_names = dict(conn.execute(sa.select(_RC.c.id, _RC.c.name)).tuples().all())
-        # .all() fetches at once; rows become plain tuples (cheaper to keep
-        # and compare).
-        states = [tuple(row) for row in conn.execute(_states(conn.dialect.name)).all()]
+        class_names = dict(_fetched(conn, sa.select(_RC.c.id, _RC.c.name)))
+        states = _fetched(conn, _states(conn.dialect.name))
         providers: dict[int, ProviderState] = dict(
-            zip([state[0] for state in states], states, strict=True))  # type: ignore[arg-type]
-        memberships = tuple(sorted(tuple(row) for row in conn.execute(
-            sa.select(_RPA.c.resource_provider_id, _AGG.c.uuid)
-            .join(_AGG, _AGG.c.id == _RPA.c.aggregate_id)).all()))
+            zip([state[0] for state in states], states, strict=True))
+        memberships = tuple(sorted(_fetched(
+            conn, sa.select(_RPA.c.resource_provider_id, _AGG.c.uuid)
+            .join(_AGG, _AGG.c.id == _RPA.c.aggregate_id))))
         reading = Reading(class_names, providers, memberships, {})
         ids = wanted(reading)
         if ids is not None and len(ids) > max(len(providers) // 4, _CHUNK):
@@ -252,29 +252,54 @@ def _read_details(conn: sa.engine.Connection, ids: list[int] | None,
     """The details of providers ``ids`` (every one when None), into
     ``reading.details``."""
     def only(column: Any) -> Any:
-        return sa.true() if ids is None else column.in_(ids)
+        # One expanding parameter, not one bound value per id: the values
+        # are handed to the driver as they are, not coerced one by one.
+        return sa.true() if ids is None else column.in_(_IDS)
 
-    # Every result is fetched with .all(): row by row costs more.
-    uuids = conn.execute(sa.select(_RP.c.id, _RP.c.uuid)
-                         .where(only(_RP.c.id))).tuples().all()
-    used = {(pid, cid): amount for pid, cid, amount in conn.execute(
-        _usage_per_inventory().where(only(_ALLOC.c.resource_provider_id))).tuples().all()}
+    uuids = _fetched(conn, sa.select(_RP.c.id, _RP.c.uuid).where(only(_RP.c.id)), ids)
+    used = {(pid, cid): amount for pid, cid, amount in _fetched(
+        conn, _usage_per_inventory().where(only(_ALLOC.c.resource_provider_id)), ids)}
     names = reading.class_names
-    inventories: dict[int, list[Any]] = {}
-    for pid, cid, *values in conn.execute(
-            _inventory_rows().where(only(_INV.c.resource_provider_id))).tuples().all():
-        inventories.setdefault(pid, []).append(
-            (names[cid], *values, used.get((pid, cid), 0)))
-    traits: dict[int, set[str]] = {}
+    # Grouped per provider straight into tuples (no list per provider:
+    # 10,000 containers alive through the reading would make the cycle
+    # collector go over the whole process).
+    rows = _fetched(conn, _inventory_rows().where(only(_INV.c.resource_provider_id)), ids)
+    rows.sort(key=_FIRST)
+    inventories = {pid: tuple(sorted([(names[cid], *values, used.get((pid, cid), 0))
+                                      for _pid, cid, *values in group]))
+                   for pid, group in itertools.groupby(rows, _FIRST)}
+    traits: dict[int, tuple[str, ...]] = {}
     if with_traits:
-        for pid, name in conn.execute(
-                sa.select(_RPT.c.resource_provider_id, _TRAITS.c.name)
-                .join(_TRAITS, _TRAITS.c.id == _RPT.c.trait_id)
-                .where(only(_RPT.c.resource_provider_id))).tuples().all():
-            traits.setdefault(pid, set()).add(name)
+        named = _fetched(conn, sa.select(_RPT.c.resource_provider_id, _TRAITS.c.name)
+                         .join(_TRAITS, _TRAITS.c.id == _RPT.c.trait_id)
+                         .where(only(_RPT.c.resource_provider_id)), ids)
+        named.sort()
+        traits = {pid: tuple([name for _pid, name in group])
+                  for pid, group in itertools.groupby(named, _FIRST)}
     for pid, uuid in uuids:
-        reading.details[pid] = ProviderDetails(
-            uuid, tuple(sorted(inventories.get(pid, ()))), frozenset(traits.get(pid, ())))
+        reading.details[pid] = (uuid, inventories.get(pid, ()), traits.get(pid, ()))
+
+
+_FIRST = operator.itemgetter(0)
+
+
+_IDS: sa.BindParameter[Any] = sa.bindparam("ids", expanding=True)
+
+
+def _fetched(conn: sa.engine.Connection, query: sa.Select[Any],
+             ids: list[int] | None = None) -> list[Any]:
+    """Every row of ``query`` as the driver hands it over: plain tuples,
+    all at once.  A reading fetches some 80,000 rows at 10,000 providers;
+    SQLAlchemy's row objects cost more to make than the rest of the
+    reading, and, alive until it is done, made the cycle collector go over
+    the whole process several times.  Safe here: every column is an
+    integer, a float or a string, which the drivers give as such (no
+    result processing to skip)."""
+    result = conn.execute(query, {} if ids is None else {"ids": ids})
+    try:
+        return list(result.cursor.fetchall())
+    finally:
+        result.close()
 
 
 def _usage_per_inventory() -> sa.Select[Any]:

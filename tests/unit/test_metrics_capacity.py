@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from placement.metrics import capacity
-from placement.metrics import figures
+from placement.metrics import figures, kept_figures
 from placement.metrics.figures import Figures
 from placement.objects.capacity import ClassTotals, InventoryUse
 from placement.query import RequestGroup
@@ -128,3 +131,25 @@ def test_a_bad_configured_flavor_is_left_out() -> None:
                                  "bad:resources=VCPU", "odd:resources=VCPU:1&limit=2"))
     assert [f.name for f in flavors] == ["small"]
     assert flavors[0].group.resources == (("VCPU", 1),)
+
+
+def test_capacities_summed_in_units_are_fsum_in_any_order() -> None:
+    """Patched sums of capacity after ratio (kept_figures) equal
+    math.fsum of the same values, whatever the order of adding and taking
+    out: including ratios with no exact binary form, huge and tiny values
+    whose plain float sum loses the small ones."""
+    rng = random.Random(19)
+    values = [(total - reserved) * ratio
+              for total, reserved, ratio in [(rng.randrange(1, 10 ** 6), rng.randrange(0, 5),
+                                              rng.choice((0.1, 0.7, 1.0, 1.5, 16.0, 0.3333)))
+                                             for _ in range(2000)]]
+    values += [1e300, -1e300, 5e-324, 3.0e-310, 2.0 ** 60, 0.1]
+    removed = values[::7]
+    units = 0
+    for value in values + removed:
+        units += kept_figures.in_units(value)
+    for value in reversed(removed):
+        units -= kept_figures.in_units(value)
+    assert kept_figures.from_units(units) == math.fsum(values)
+    assert sum(values) != math.fsum(values)  # plain adding would not do
+    assert kept_figures.from_units(0) == 0.0
