@@ -61,6 +61,7 @@ class QueryTrees:
         self._amounts = [(classes[name], amount) for group in query.groups
                          for name, amount in group.resources]
         self._class_ids = [classes[name] for name in query.resource_class_names]
+        self._wanted = frozenset(query.resource_class_names)
         self._relevant: list[Tree] | None = None
 
     def relevant_trees(self) -> list[Tree]:
@@ -74,8 +75,12 @@ class QueryTrees:
         at a time, in root order, each read when it is needed: a small
         limit reads few trees whatever the size of the deployment.  Same
         candidates, in the same order, as :meth:`relevant_trees` would
-        give (at once when sharing providers may take part)."""
-        roots = search.candidate_roots(self.conn, self._amounts)
+        give (at once when sharing providers may take part, or took part
+        in the last search for these classes: asking again would likely
+        cost a query for nothing)."""
+        roots = None
+        if not self.loader.cache.shares(self._wanted):
+            roots = search.candidate_roots(self.conn, self._amounts)
         if roots is None:
             yield self.relevant_trees()
             return
@@ -142,9 +147,10 @@ class Loader:
             trees = [tree for tree in everyone if not wanted.isdisjoint(tree.classes)]
         else:
             trees = self.trees({"class_ids": sorted(set(class_ids))})
-        self.cache.reached(wanted, sum(len(tree.providers) for tree in trees))
         sharing = [p for tree in trees if tree.sharing
                    for p in tree.providers if p.is_sharing]
+        self.cache.reached(wanted, sum(len(tree.providers) for tree in trees),
+                           bool(sharing))
         if sharing:
             known = {tree.root_id for tree in trees}
             if everyone is not None:
