@@ -35,7 +35,8 @@ tree
     a :class:`placement.objects.candidates.trees.Tree`: the providers of
     one root with their entries, usage and aggregates, built from a state.
 candidate list
-    per recent query, the first candidates built around one tree
+    per recent query, the first candidates built around one tree, with
+    the trees they were built from
     (:mod:`placement.objects.candidates.reuse`).
 listed provider
     what ``GET /resource_providers`` read of one provider.
@@ -70,10 +71,13 @@ Why using what is kept is safe
    reads.  A tree is reused only when its state equals the kept one, a
    bucket's trees only when its whole text equals one read before, so
    no answer depends on the order rows come in.
-4. *Candidate lists follow their tree.*  Without sharing providers a
-   tree's candidates depend only on the query and the tree, so a list is
-   reused only while its tree is the very object it was built from.
-   Candidates with sharing providers are never kept.
+4. *Candidate lists follow their trees.*  A tree's candidates depend
+   only on the query, the tree and the trees of the sharing providers
+   serving it (those in an aggregate with one of its providers, which
+   their states say), so a list is reused only while those trees are the
+   very objects it was built from.  A candidate of sharing providers
+   alone may be built around several trees; the search drops its
+   repeats as it goes, whether the lists were kept or built.
 5. *Class names are checked.*  Entries name classes.  Every search reads
    the class names first; when a class id is found under another name
    (a rename, before microversion 1.7) everything naming classes is

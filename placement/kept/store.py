@@ -102,9 +102,10 @@ class Kept:
         self.aggregate_sets: dict[tuple[int, ...], frozenset[str]] = {}
         self._class_names: dict[int, str] = {}
         self._shared: dict[Any, Any] = {}
-        # Providers in the trees holding each set of classes, at the last
-        # search for them (see reads_everyone).
-        self._reach: dict[frozenset[str], int] = {}
+        # Providers in the trees holding each set of classes, and whether
+        # a sharing provider was among them, at the last search for them
+        # (see reads_everyone and shares).
+        self._reach: dict[frozenset[str], tuple[int, bool]] = {}
         self._texts = Texts()
 
     def get(self, provider_id: int, generation: int, uuid: str) -> Entry | None:
@@ -215,13 +216,24 @@ class Kept:
         search.  Narrowing costs the database more than it saves then, and
         the search drops the other trees itself."""
         reach = self._reach.get(classes)
-        return reach is not None and reach * 2 >= len(self.entries)
+        return reach is not None and reach[0] * 2 >= len(self.entries)
 
-    def reached(self, classes: frozenset[str], providers: int) -> None:
-        """A search for ``classes`` found ``providers`` in their trees."""
+    def shares(self, classes: frozenset[str]) -> bool:
+        """Whether the last search for these classes found a sharing
+        provider in their trees: the next one had better read them all at
+        once than ask the database whether it may read them a batch at a
+        time (it may not while sharing providers take part; both give the
+        same answer)."""
+        reach = self._reach.get(classes)
+        return reach is not None and reach[1]
+
+    def reached(self, classes: frozenset[str], providers: int,
+                sharing: bool = False) -> None:
+        """A search for ``classes`` found ``providers`` in their trees,
+        ``sharing`` providers among them or not."""
         if len(self._reach) > 1024:
             self._reach = {}
-        self._reach[classes] = providers
+        self._reach[classes] = (providers, sharing)
 
     def names_classes_as(self, class_names: dict[int, str]) -> bool:
         """Whether entries named with ``class_names`` may be kept: a search
@@ -340,7 +352,11 @@ class _Nothing(Kept):
     def reads_everyone(self, classes: frozenset[str]) -> bool:
         return False
 
-    def reached(self, classes: frozenset[str], providers: int) -> None:
+    def shares(self, classes: frozenset[str]) -> bool:
+        return False
+
+    def reached(self, classes: frozenset[str], providers: int,
+                sharing: bool = False) -> None:
         pass
 
     def check_class_names(self, class_names: dict[int, str]) -> None:

@@ -112,6 +112,32 @@ def test_reading_everyone_loads_the_trees_the_database_would_name(
         assert not cache.reads_everyone(frozenset({"FPGA"}))
 
 
+def test_reading_everyone_finds_the_trees_a_sharing_provider_serves(
+        served: tuple[Any, Database]) -> None:
+    # A disk pool shares with the hosts of its aggregate, one of which has
+    # none of the classes asked for: the database names it when asked
+    # for the trees the pool serves; read with everyone, it is found
+    # among the trees read.
+    application, db = served
+    _provider(application, HOST1, {"VCPU": 8}, aggregates=(AGGREGATE,))
+    _provider(application, HOST2, {"MEMORY_MB": 512}, aggregates=(AGGREGATE,))
+    _provider(application, DISKS, {"DISK_GB": 500},
+              traits=("MISC_SHARES_VIA_AGGREGATE",), aggregates=(AGGREGATE,))
+    _provider(application, FPGA_HOST, {"FPGA": 1})
+
+    with db.reader() as conn:
+        classes, _traits = search.check_names(conn, [])
+        cache = provider_cache.of(conn.engine)
+        wanted = [classes["VCPU"], classes["DISK_GB"]]
+        assert not cache.reads_everyone(frozenset({"VCPU", "DISK_GB"}))
+        narrowed = Forest(_loader(conn, classes).relevant_trees(wanted))
+        assert cache.reads_everyone(frozenset({"VCPU", "DISK_GB"}))
+        everyone = Forest(_loader(conn, classes).relevant_trees(wanted))
+    assert _shape(everyone) == _shape(narrowed)
+    assert set(_shape(everyone)) == {HOST1, HOST2, DISKS}
+    assert list(everyone.trees) == list(narrowed.trees)
+
+
 def test_a_class_created_after_the_names_were_read_is_named(
         served: tuple[Any, Database]) -> None:
     # A search reads the class names first; a writer may then add a class,

@@ -212,8 +212,9 @@ def test_summaries_cover_whole_trees_from_nested_versions() -> None:
     combos = select(assemble.Assembler(trees, query), limit=1,
                              randomize=False, max_candidates=-1,
                              strategy=assemble.DEPTH_FIRST)
-    chosen = tuple(reuse.single(iter(combos), trees))
-    found = Candidates(chosen, Forest(chosen[0][0].trees), query)
+    chosen = tuple((reuse.CandidateList((trees.trees[1],), (combo,)), 0)
+                   for combo in combos)
+    found = Candidates(chosen, Forest(chosen[0][0].trees_used(0)), query)
     assert [tree.root_id for tree in summary.trees_shown(found)] == [1]
     assert [p.id for p in summary.trees_shown(found)[0].providers] == [1, 2, 3, 4]
     assert [p.id for p in summary.providers_shown(found)] == [2]

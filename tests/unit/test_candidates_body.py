@@ -159,7 +159,8 @@ def test_the_answers_are_not_trivial() -> None:
     # The cases above do reach what they are named after.
     found = ANSWERS["granular, sharing"]()
     assert found.chosen and any(len(c) == 3 for c in found.combinations)
-    assert any(listed.key is None for listed, _index in found.chosen)   # sharing
+    assert any(len(listed.trees_used(index)) == 2                       # sharing
+               for listed, index in found.chosen)
     nested = ANSWERS["nested, granular, isolated"]()
     assert len(nested.chosen) == 5 and all(
         listed.key is not None for listed, _index in nested.chosen)

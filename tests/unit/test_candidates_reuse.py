@@ -138,3 +138,94 @@ def test_a_state_reads_the_same_whatever_the_order_of_its_items() -> None:
 def test_a_state_cut_short_is_refused(text: str, count: int) -> None:
     with pytest.raises(RuntimeError, match="cut short"):
         search.parse_states(count, text)
+
+
+SHARES = "MISC_SHARES_VIA_AGGREGATE"
+
+SHARING_QUERIES = [
+    CandidateQuery(groups=(group(resources={"VCPU": 1, "DISK_GB": 10}),)),
+    CandidateQuery(groups=(group(resources={"DISK_GB": 10}),)),
+    CandidateQuery(groups=(group(resources={"VCPU": 1, "DISK_GB": 10},
+                                 member_of=["zone-1"]),)),
+    CandidateQuery(groups=(group(resources={"VCPU": 1}),
+                           group("1", resources={"DISK_GB": 10}),
+                           group("2", resources={"IPV4_ADDRESS": 1})),
+                   group_policy="isolate"),
+    CandidateQuery(groups=(group(resources={"VCPU": 1, "DISK_GB": 10},
+                                 required=["CUSTOM_FAST"]),)),
+]
+
+
+def sharing_cloud(rng: Any) -> dict[int, list[tuple[Any, ...]]]:
+    """Specs (see candidate_trees.forest) by root: hosts, some with NUMA
+    children, in zones and storage aggregates, and sharing pools of disk
+    and addresses in some of those aggregates."""
+    specs: dict[int, list[tuple[Any, ...]]] = {}
+    for host in range(12):
+        root = 100 * (host + 1)
+        aggregates = {"zone-%d" % rng.randrange(2)} | (
+            {"disk-%d" % rng.randrange(2)} if rng.random() < 0.5 else set())
+        traits = {"CUSTOM_FAST"} if rng.random() < 0.5 else set()
+        disk = {"DISK_GB": inv(100, used=rng.choice([0, 95]))} if rng.random() < 0.5 else {}
+        if rng.random() < 0.3:
+            specs[root] = [(root, None, disk, traits, aggregates)] + [
+                (root + n, root, {"VCPU": inv(4, used=rng.randrange(5))})
+                for n in (1, 2)]
+        else:
+            specs[root] = [(root, None, {"VCPU": inv(4, used=rng.randrange(5)), **disk},
+                            traits, aggregates)]
+    for pool in range(3):
+        root = 10_000 + pool
+        specs[root] = [(root, None, rng.choice([
+            {"DISK_GB": inv(1000, used=rng.choice([0, 995]))},
+            {"IPV4_ADDRESS": inv(8)},
+            {"DISK_GB": inv(50), "IPV4_ADDRESS": inv(2)}]), {SHARES},
+            {rng.choice(["disk-0", "disk-1", "zone-0"])})]
+    return specs
+
+
+def trees_of(specs: dict[int, list[tuple[Any, ...]]]) -> dict[int, Tree]:
+    return {root: forest(*tree_specs).trees[root] for root, tree_specs in specs.items()}
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("strategy", [assemble.DEPTH_FIRST, assemble.BREADTH_FIRST])
+def test_with_sharing_providers_the_kept_lists_give_what_one_forest_gives(
+        seed: int, strategy: str) -> None:
+    # Searches over a cloud whose trees (hosts and sharing pools) change a
+    # few at a time: reusing each tree's list while it and the pools
+    # serving it are unchanged gives exactly the candidates, in the order,
+    # of one assembler over every tree.
+    import random
+    rng = random.Random(seed)
+    specs = sharing_cloud(rng)
+    trees = trees_of(specs)
+    kept: dict[Any, dict[int, Any]] = {}
+    reused = 0
+    for _search in range(6):
+        ordered = [trees[root] for root in sorted(trees)]
+        for number, query in enumerate(SHARING_QUERIES):
+            for nested in (True, False):
+                lists = kept.setdefault((number, nested), {})
+                before = dict(lists)
+                found = list(reuse.candidates(ordered, query, nested, lists, strategy))
+                reused += sum(1 for root, listed in lists.items()
+                              if before.get(root) is listed)
+                every = list(assemble.Assembler(Forest(ordered), query, nested)
+                             .generate(strategy))
+                assert [listed.combinations[i] for listed, i in found] == every
+                used = Forest(ordered).providers
+                for listed, i in found:
+                    assert sorted(t.root_id for t in listed.trees_used(i)) == sorted(
+                        {used[pid].root_id for choice in listed.combinations[i]
+                         for pid, _n, _a in choice.allocations})
+        # Change a host and, one time in two, a pool (new Tree objects).
+        changed = [rng.choice([r for r in specs if r < 10_000])]
+        if rng.random() < 0.5:
+            changed.append(rng.choice([r for r in specs if r >= 10_000]))
+        for root in changed:
+            specs[root] = [(id_, parent, {name: i._replace(used=rng.randrange(i.total + 1))
+                                          for name, i in invs.items()}, *rest)
+                           for id_, parent, invs, *rest in specs[root]]
+        trees.update(trees_of({root: specs[root] for root in changed}))
+    assert reused   # the lists kept were used

@@ -192,3 +192,16 @@ def test_texts_keep_each_shape_of_an_object() -> None:
         b"a", b"b", None)
     texts.forget(1)
     assert texts.get(1, (1, 12)) is None
+
+
+def test_whether_sharing_providers_took_part_is_kept_per_set_of_classes() -> None:
+    cache = provider_cache.Kept()
+    disk, vcpu = frozenset({"VCPU", "DISK_GB"}), frozenset({"VCPU"})
+    assert not cache.shares(disk)
+    cache.reached(disk, 10, sharing=True)
+    cache.reached(vcpu, 10, sharing=False)
+    assert cache.shares(disk) and not cache.shares(vcpu)
+    cache.reached(disk, 10, sharing=False)      # the pool is gone
+    assert not cache.shares(disk)
+    provider_cache.NOTHING.reached(disk, 10, sharing=True)
+    assert not provider_cache.NOTHING.shares(disk)

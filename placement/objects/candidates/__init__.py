@@ -104,5 +104,6 @@ def _takes_first(randomize: bool, strategy: str, limit: int | None,
 
 
 def _answer(chosen: list[Item], query: CandidateQuery) -> Candidates:
-    trees = {tree.root_id: tree for listed, _index in chosen for tree in listed.trees}
+    trees = {tree.root_id: tree for listed, index in chosen
+             for tree in listed.trees_used(index)}
     return Candidates(tuple(chosen), Forest(trees.values()), query)

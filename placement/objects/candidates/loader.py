@@ -16,7 +16,8 @@ When the last search for the same classes found them in most trees, the
 state of every tree is read instead of asking the database to narrow
 them, and the trees without those classes are dropped here: narrowing
 then costs the database more than it saves.  Sharing providers bring in
-the trees sharing their aggregates (one or two more queries).
+the trees sharing their aggregates: from the trees read when every tree
+was, else in one or two more queries.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class QueryTrees:
         self._amounts = [(classes[name], amount) for group in query.groups
                          for name, amount in group.resources]
         self._class_ids = [classes[name] for name in query.resource_class_names]
+        self._wanted = frozenset(query.resource_class_names)
         self._relevant: list[Tree] | None = None
 
     def relevant_trees(self) -> list[Tree]:
@@ -73,8 +75,12 @@ class QueryTrees:
         at a time, in root order, each read when it is needed: a small
         limit reads few trees whatever the size of the deployment.  Same
         candidates, in the same order, as :meth:`relevant_trees` would
-        give (at once when sharing providers may take part)."""
-        roots = search.candidate_roots(self.conn, self._amounts)
+        give (at once when sharing providers may take part, or took part
+        in the last search for these classes: asking again would likely
+        cost a query for nothing)."""
+        roots = None
+        if not self.loader.cache.shares(self._wanted):
+            roots = search.candidate_roots(self.conn, self._amounts)
         if roots is None:
             yield self.relevant_trees()
             return
@@ -135,20 +141,30 @@ class Loader:
         aggregates.
         """
         wanted = frozenset(self.class_name(class_id) for class_id in class_ids)
+        everyone: list[Tree] | None = None
         if self.cache.reads_everyone(wanted):
-            trees = [tree for tree in self.trees({search.EVERYONE: []})
-                     if not wanted.isdisjoint(tree.classes)]
+            everyone = self.trees({search.EVERYONE: []})
+            trees = [tree for tree in everyone if not wanted.isdisjoint(tree.classes)]
         else:
             trees = self.trees({"class_ids": sorted(set(class_ids))})
-        self.cache.reached(wanted, sum(len(tree.providers) for tree in trees))
-        sharing = [p.id for tree in trees if tree.sharing
+        sharing = [p for tree in trees if tree.sharing
                    for p in tree.providers if p.is_sharing]
+        self.cache.reached(wanted, sum(len(tree.providers) for tree in trees),
+                           bool(sharing))
         if sharing:
             known = {tree.root_id for tree in trees}
-            more = [root for root in search.sharing_neighbour_roots(self.conn, sharing)
-                    if root not in known]
-            for chunk in search.chunks(sorted(more)):
-                trees += self.trees({"root_ids": chunk})
+            if everyone is not None:
+                # Every tree was read: those sharing an aggregate with a
+                # sharing provider are among them, as the database would
+                # name them (search.sharing_neighbour_roots).
+                shared = frozenset().union(*[p.aggregates for p in sharing])
+                trees += [tree for tree in everyone if tree.root_id not in known
+                          and not shared.isdisjoint(tree.aggregates)]
+            else:
+                more = [root for root in search.sharing_neighbour_roots(
+                    self.conn, [p.id for p in sharing]) if root not in known]
+                for chunk in search.chunks(sorted(more)):
+                    trees += self.trees({"root_ids": chunk})
             trees.sort(key=operator.attrgetter("root_id"))
         return trees
 

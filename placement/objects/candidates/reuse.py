@@ -3,15 +3,19 @@
 :func:`candidates` is the compute step of a search: given the trees read
 and the lists the worker kept for the query, it yields candidates lazily.
 
-Without sharing providers, every candidate is built around one tree from
-that tree's providers alone, and which candidates a tree gives depends on
-nothing but the query and the tree: its providers' inventories, usage,
-traits, aggregates and places, all of which its state rows say
+Every candidate is built around one tree (its anchor) from that tree's
+providers and the sharing providers serving it: those in an aggregate
+with a provider of the tree (:class:`.trees.Forest`).  Which candidates a
+tree gives thus depends on nothing but the query, the tree and the trees
+of the sharing providers serving it: their providers' inventories, usage,
+traits, aggregates and places, all of which their state rows say
 (:mod:`placement.kept`).  So the worker keeps, for each recent query, the
-candidates of each tree together with the :class:`.trees.Tree` object they
-came from.  A later search of the same query takes them as they are for
-every tree that is still that very object, and builds the others; a
-scheduler's claim changes one tree, so its next search builds one.
+candidates of each tree together with the :class:`.trees.Tree` objects
+they came from.  A later search of the same query takes them as they are
+for every tree whose own and serving trees are still those very objects,
+and builds the others; a scheduler's claim changes one tree (and, when a
+sharing provider gave to it, the trees it serves), so its next search
+builds that many.
 
 Only the first :data:`KEPT_PER_TREE` candidates of a tree are kept; a
 search needing more of a tree with more builds it again.  A kept list has
@@ -22,8 +26,10 @@ for it (:class:`placement.kept.Texts`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
-from typing import Hashable, Iterator, Sequence
+import operator
+from typing import Any, Callable, Hashable, Iterator, Sequence
 
 from placement.objects.candidates.assemble import Assembler, merge
 from placement.objects.candidates.choices import Combination
@@ -38,22 +44,33 @@ KEPT_PER_TREE = 64
 
 
 class CandidateList:
-    """Candidates in answer order, and the trees they take providers from.
+    """Candidates in answer order, the trees they were built from, and the
+    trees each takes providers from.
 
-    A tree's list holds the candidates built around it: all of them when
-    ``complete``, else the first ones.  Candidates that are not kept
-    (sharing providers, those past a tree's first ones) come one per list,
-    without a ``key``: nothing derived from them is kept either.
+    ``trees`` are the anchor's tree first, then those of the sharing
+    providers serving it (in root order): a kept list holds while they are
+    the very objects the search reads.  ``used`` says, per candidate, the
+    trees it takes providers from, or is None when every candidate takes
+    from the first tree only.  A tree's list holds the candidates built
+    around it: all of them when ``complete``, else the first ones.
+    Candidates past a tree's first ones come one per list, without a
+    ``key``: nothing derived from them is kept.
     """
 
-    __slots__ = ("trees", "combinations", "complete", "key")
+    __slots__ = ("trees", "combinations", "complete", "key", "used")
 
     def __init__(self, trees: tuple[Tree, ...], combinations: tuple[Combination, ...],
-                 complete: bool = True, key: int | None = None) -> None:
+                 complete: bool = True, key: int | None = None,
+                 used: tuple[tuple[Tree, ...], ...] | None = None) -> None:
         self.trees = trees
         self.combinations = combinations
         self.complete = complete
         self.key = key
+        self.used = used
+
+    def trees_used(self, index: int) -> tuple[Tree, ...]:
+        """The trees candidate ``index`` takes providers from."""
+        return self.trees[:1] if self.used is None else self.used[index]
 
 
 # One candidate of an answer: a list and the index of the candidate in it.
@@ -61,7 +78,7 @@ Item = tuple[CandidateList, int]
 
 
 def query_key(query: CandidateQuery, nested: bool) -> Hashable:
-    """What the candidates of a tree depend on besides the tree: the query
+    """What the candidates of a tree depend on besides the trees: the query
     (but its limit, which only says how many are returned) and whether
     candidates may take several providers of a tree."""
     return dataclasses.replace(query, limit=None), nested
@@ -70,74 +87,154 @@ def query_key(query: CandidateQuery, nested: bool) -> Hashable:
 def candidates(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
                kept: dict[int, CandidateList], strategy: str) -> Iterator[Item]:
     """The candidates of these trees, in the order of ``strategy``: each
-    tree's own, reused or built, or, with sharing providers among them,
-    those built from all of them together (never kept)."""
+    tree's own, reused or built."""
+    items = merge(tree_streams(trees, query, nested, kept), strategy)
     if any(tree.sharing for tree in trees):
-        forest = Forest(trees)
-        return single(Assembler(forest, query, nested).generate(strategy), forest)
-    return merge(tree_streams(trees, query, nested, kept), strategy)
+        return _first_of_each(items)
+    return items
 
 
 def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
-                 kept: dict[int, CandidateList]) -> list[Iterator[Item]]:
+                 kept: dict[int, CandidateList]) -> Iterator[Iterator[Item]]:
     """The candidates of each tree, in the order given, as items.
 
     ``kept`` holds the lists of earlier searches of this query by root id
     (:meth:`placement.kept.QueryCandidates.of`); lists built here are added to it.
-    Nothing is built before a stream is read, so a limit bounds the work.
-    The trees must not include sharing providers.
+    Nothing is looked at before a stream is read, so a limit bounds the
+    work, however many trees there are.  With sharing providers among the
+    trees, a candidate of sharing providers alone may come in the streams
+    of several trees (see :func:`candidates`).
     """
-    # Lists reused as they are, taken now: another request may replace
-    # kept ones while these streams are read.
-    reused = {tree.root_id: listed for tree in trees
-              if (listed := kept.get(tree.root_id)) is not None
-              and listed.trees[0] is tree and listed.complete}
-    builder = _Builder(trees, reused, query, nested)
-    return [builder.items(tree, reused.get(tree.root_id), kept) for tree in trees]
+    builder = _Builder(trees, query, nested, kept)
+    return (builder.items(index) for index in range(len(trees)))
+
+
+def _same(kept: tuple[Tree, ...], read: tuple[Tree, ...]) -> bool:
+    return len(kept) == len(read) and all(
+        a is b for a, b in zip(kept, read, strict=True))
+
+
+# Trees built by the first assembler of a search; each next one builds
+# twice as many.
+FIRST_BUILT = 4
 
 
 class _Builder:
-    """Builds the candidates of the trees not reused, with one assembler
-    for all of them, made on first need: it judges providers once for all
-    of them."""
+    """The candidates of each tree: its kept list while that list was built
+    from the very trees read now, else built by an assembler for a batch of
+    trees not reused from it onward (made when a stream first needs it: an
+    assembler judges the providers of all its trees at once, and a search
+    taking a few candidates needs few trees built)."""
 
-    def __init__(self, trees: Sequence[Tree], reused: dict[int, CandidateList],
-                 query: CandidateQuery, nested: bool) -> None:
+    def __init__(self, trees: Sequence[Tree], query: CandidateQuery, nested: bool,
+                 kept: dict[int, CandidateList]) -> None:
         self.trees = trees
-        self.reused = reused
         self.query = query
         self.nested = nested
-        self._assembler: Assembler | None = None
+        self.kept = kept
+        self._sharing = [(tree, provider) for tree in trees if tree.sharing
+                         for provider in tree.providers if provider.is_sharing]
+        self._sources: dict[int, tuple[Tree, ...]] = {}
+        self._assembler_of: dict[int, Assembler] = {}
+        self._batch_size = FIRST_BUILT
+        self._position: dict[int, int] | None = None
 
-    def assembler(self) -> Assembler:
-        if self._assembler is None:
-            self._assembler = Assembler(
-                Forest([t for t in self.trees if t.root_id not in self.reused]),
-                self.query, self.nested)
-        return self._assembler
+    def sources(self, tree: Tree) -> tuple[Tree, ...]:
+        """The trees ``tree``'s candidates depend on: itself, then those of
+        the sharing providers serving it (in an aggregate with one of its
+        providers, as :class:`.trees.Forest` finds them), by root id."""
+        found = self._sources.get(tree.root_id)
+        if found is None:
+            serving = {other.root_id: other for other, provider in self._sharing
+                       if other is not tree
+                       and not provider.aggregates.isdisjoint(tree.aggregates)}
+            found = self._sources[tree.root_id] = (
+                tree, *[serving[root] for root in sorted(serving)])
+        return found
 
-    def items(self, tree: Tree, listed: CandidateList | None,
-              kept: dict[int, CandidateList]) -> Iterator[Item]:
-        """The tree's candidates as items, its list built (and kept) when
-        the stream first reaches it."""
+    def reusable(self, tree: Tree, lookup: Callable[..., Any]) -> CandidateList | None:
+        """The tree's kept list if it holds, found with ``lookup`` (the
+        kept dict's own ``get`` counts what it finds)."""
+        listed = lookup(tree.root_id)
+        if listed is not None and listed.complete and _same(
+                listed.trees, self.sources(tree)):
+            return listed  # type: ignore[no-any-return]
+        return None
+
+    def assembler(self, index: int) -> Assembler:
+        """The assembler of the batch holding the tree at ``index``."""
+        trees = self.trees
+        assembler = self._assembler_of.get(trees[index].root_id)
+        if assembler is not None:
+            return assembler
+        batch = [trees[index]]
+        uncounted = functools.partial(dict.get, self.kept)
+        for later in range(index + 1, len(trees)):
+            if len(batch) >= self._batch_size:
+                break
+            tree = trees[later]
+            if (tree.root_id not in self._assembler_of
+                    and self.reusable(tree, uncounted) is None):
+                batch.append(tree)
+        self._batch_size *= 2
+        if self._position is None:
+            self._position = {tree.root_id: i for i, tree in enumerate(trees)}
+        needed = {source.root_id for tree in batch for source in self.sources(tree)}
+        # In the order given, as a forest of every tree would hold them:
+        # the order of providers is the order of choices.
+        assembler = Assembler(
+            Forest([trees[i] for i in sorted(self._position[r] for r in needed)]),
+            self.query, self.nested)
+        for tree in batch:
+            self._assembler_of[tree.root_id] = assembler
+        return assembler
+
+    def items(self, index: int) -> Iterator[Item]:
+        """The candidates of the tree at ``index`` as items, its list built
+        (and kept) when the stream first reaches it."""
+        tree = self.trees[index]
+        listed = self.reusable(tree, self.kept.get)
         if listed is None:
-            first = self.assembler().first_candidates(tree.root_id, KEPT_PER_TREE + 1)
-            listed = CandidateList((tree,), first[:KEPT_PER_TREE],
-                                   complete=len(first) <= KEPT_PER_TREE, key=new_key())
-            kept[tree.root_id] = listed
+            sources = self.sources(tree)
+            first = self.assembler(index).first_candidates(tree.root_id,
+                                                           KEPT_PER_TREE + 1)
+            combinations = first[:KEPT_PER_TREE]
+            listed = CandidateList(sources, combinations,
+                                   complete=len(first) <= KEPT_PER_TREE, key=new_key(),
+                                   used=_used(sources, combinations))
+            self.kept[tree.root_id] = listed
         yield from zip(itertools.repeat(listed), range(len(listed.combinations)))
         if not listed.complete:
             for combination in itertools.islice(
-                    self.assembler().candidates_of(tree.root_id), KEPT_PER_TREE, None):
-                yield CandidateList(listed.trees, (combination,)), 0
+                    self.assembler(index).candidates_of(tree.root_id),
+                    KEPT_PER_TREE, None):
+                yield CandidateList(listed.trees, (combination,),
+                                    used=_used(listed.trees, (combination,))), 0
 
 
-def single(combinations: Iterator[Combination], forest: Forest) -> Iterator[Item]:
-    """Candidates of ``forest`` that are not kept (sharing providers), as
-    items."""
-    providers, trees = forest.providers, forest.trees
-    for combination in combinations:
-        roots = sorted({providers[pid].root_id for choice in combination
-                        for pid, _name, _amount in choice.allocations})
-        yield CandidateList(tuple([trees[root] for root in roots]),
-                            (combination,)), 0
+def _used(sources: tuple[Tree, ...], combinations: tuple[Combination, ...]
+          ) -> tuple[tuple[Tree, ...], ...] | None:
+    """:attr:`CandidateList.used` for these candidates, built from these
+    trees (the anchor's first)."""
+    if len(sources) == 1:
+        return None
+    root_of = {p.id: tree for tree in sources for p in tree.providers}
+    used = tuple([
+        tuple(sorted({root_of[pid] for choice in combination
+                      for pid, _name, _amount in choice.allocations},
+                     key=operator.attrgetter("root_id")))
+        for combination in combinations])
+    anchor = sources[:1]
+    return None if all(trees == anchor for trees in used) else used
+
+
+def _first_of_each(items: Iterator[Item]) -> Iterator[Item]:
+    """Each candidate once: one taking from sharing providers alone is
+    built around every tree they serve, and comes first with the first."""
+    seen: set[Combination] = set()
+    for item in items:
+        listed, index = item
+        combination = listed.combinations[index]
+        if combination not in seen:
+            seen.add(combination)
+            yield item

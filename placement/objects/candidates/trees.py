@@ -134,7 +134,8 @@ class Tree:
     names this very tree: what a response wrote for it is kept under it.
     """
 
-    __slots__ = ("root_id", "providers", "state", "classes", "sharing", "key")
+    __slots__ = ("root_id", "providers", "state", "classes", "sharing", "aggregates",
+                 "key")
 
     def __init__(self, providers: Iterable[Provider], state: Any = None) -> None:
         self.providers: tuple[Provider, ...] = tuple(
@@ -148,6 +149,10 @@ class Tree:
             _CLASS_SETS.clear()
         self.classes = _CLASS_SETS.setdefault(classes, classes)
         self.sharing = any(p.is_sharing for p in self.providers)
+        # Every aggregate some provider of the tree is in: a sharing
+        # provider in one of them serves the tree (see Forest.anchors).
+        self.aggregates: frozenset[str] = frozenset().union(
+            *[p.aggregates for p in self.providers])
         self.key = new_key()
 
 
