@@ -214,5 +214,6 @@ def build_app(conf: cfg.ConfigOpts, db: Database | None = None,
 
         migration.upgrade(db)
     policy.init(conf)
+    db.import_driver()
     return _stack(conf, db, router or Router(routes.for_config(conf)),
                   versioning or microversion.MicroversionMiddleware, kept)

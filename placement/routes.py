@@ -142,6 +142,9 @@ class Router:
             self._by_path[route.path].append((route, _resolve(route.handler)))
         self._public = {r.path for r in table if r.public}
         self._metrics = {r.path for r in table if r.metrics}
+        # routes compiles its regular expressions at the first match; do
+        # it now, while the worker starts, not in its first request.
+        self._mapper.create_regs()
 
     def match_path(self, path: str) -> tuple[str, dict[str, str]] | None:
         """The URL template ``path`` matches and its variables; None when
