@@ -53,14 +53,16 @@ The cycle collector
 -------------------
 It is left running: pausing it is process-wide, and would pause it for
 every other thread of a threaded server (uwsgi threads) while a worker
-works out its figures.  What a reading makes is instead kept cheap for
-it: rows fetched as the driver's plain tuples, details kept as plain
-tuples (which it stops following at its first pass; it never stops
-following a named tuple or a frozenset), providers grouped by sorting
-pairs rather than in a set or list per host.  What stays followed is
-about six objects per host (its inventories, tree and use), so a worker's
-first reading at 10,000 providers triggers one or two full collections
-instead of four.
+works out its figures.  What a reading keeps is instead never followed by
+it: rows are fetched as the driver's plain tuples, and every provider's
+and host's figures are kept as flat tuples of plain values (inventories,
+a host's use, its providers, its fits), which the collector stops
+following at the first collection they live through.  A named tuple, a
+dataclass instance or a tuple holding a tuple it still follows stays
+followed into the oldest generation; 30,000 of those per first reading
+at 10,000 providers started a full collection of the whole process (a
+third of that reading's time).  Providers are grouped by sorting pairs
+rather than in a set or list per host.
 """
 
 from __future__ import annotations
