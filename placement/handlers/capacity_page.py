@@ -37,11 +37,10 @@ def tree_usage(figures: Figures, providers: list[TreeProvider]) -> list[TreeNode
     """The trees of ``providers`` (see ``objects.capacity.trees_named``),
     roots in id order, with each provider's usage from ``figures``."""
     usage: dict[int, dict[str, tuple[int, float]]] = {}
-    wanted = {p.id for p in providers}
-    for inventory in figures.inventories:
-        if inventory.provider_id in wanted:
-            usage.setdefault(inventory.provider_id, {})[inventory.resource_class] = (
-                inventory.used, inventory.capacity)
+    for provider in providers:
+        for (pid, _name, _uuid, _root, _root_name, _parent, rc, total, reserved,
+             ratio, _min, _max, _step, used) in figures.by_provider.get(provider.id, ()):
+            usage.setdefault(pid, {})[rc] = (used, (total - reserved) * ratio)
     nodes = {p.id: TreeNode(p, usage.get(p.id, {}), []) for p in providers}
     roots = []
     for provider in providers:

@@ -51,10 +51,11 @@ from typing import TYPE_CHECKING, Iterable
 
 from oslo_config import cfg
 
-from placement.metrics.figures import (Figures, Fits, HostUse,
-                                       escape, exporter_lines, host_fits, host_use, number)
+from placement.metrics.figures import (Figures, Fits, HostRow, HostUse, escape,
+                                       exporter_lines, host_fits, host_use, number)
 from placement.metrics.kept_figures import KeptFigures
-from placement.objects.capacity import ClassTotals, InventoryUse
+from placement.objects.capacity import (ROW_ROOT_ID, ROW_ROOT_NAME, ClassTotals,
+                                        InventoryRow)
 from placement.query import RequestGroup
 
 if TYPE_CHECKING:
@@ -99,21 +100,22 @@ def fits(figures: Figures, group: RequestGroup) -> Fits:
     return Fits(sum(hosts.values()), aggregates, hosts)
 
 
-def hosts(figures: Figures) -> tuple[HostUse, ...]:
+def hosts(figures: Figures) -> tuple[HostRow, ...]:
     """Every host with inventory, per class summed over its providers."""
     if figures.hosts is not None:
         return figures.hosts
-    by_root: dict[int, list[InventoryUse]] = {}
+    by_root: dict[int, list[InventoryRow]] = {}
     for inventory in figures.inventories:
-        by_root.setdefault(inventory.root_id, []).append(inventory)
-    return tuple(host for host in (host_use(root, rows[0].root_name, rows)
+        by_root.setdefault(inventory[ROW_ROOT_ID], []).append(inventory)
+    return tuple(host for host in (host_use(root, rows[0][ROW_ROOT_NAME], rows)
                                    for root, rows in by_root.items()) if host)
 
 
 def fullest_hosts(figures: Figures, count: int = 10) -> list[HostUse]:
     """The ``count`` hosts with the largest share of any class used,
     fullest first (ties by name)."""
-    return heapq.nsmallest(count, hosts(figures), key=lambda h: (-h.fullest, h.name))
+    return [HostUse.of(row) for row in heapq.nsmallest(
+        count, hosts(figures), key=lambda row: (-row[0], row[2]))]
 
 
 def configured_flavors(conf: cfg.ConfigOpts) -> tuple[Flavor, ...]:

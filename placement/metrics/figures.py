@@ -17,42 +17,57 @@ import itertools
 import math
 from typing import Any, Iterable
 
-from placement.objects.capacity import ClassTotals, InventoryUse
+from placement.objects.capacity import (ROW_CLASS, ROW_PROVIDER_ID, ClassTotals,
+                                        InventoryRow, InventoryUse)
 from placement.query import RequestGroup, has_traits, in_aggregates
 
 _NONE: frozenset[str] = frozenset()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class HostUse:
-    """A host (tree) and, per class, what is used of its capacity.
-
-    With slots: a worker keeps one per host, and an object without its own
-    ``__dict__`` is one object less for the cycle collector to go over."""
+    """A host (tree) and, per class, what is used of its capacity, as the
+    views show it (made for the few hosts shown; every host is kept as a
+    :data:`HostRow`)."""
 
     root_id: int
     name: str
     classes: dict[str, tuple[int, float]]
-    _fullest: float | None = dataclasses.field(default=None, init=False,
-                                               compare=False, repr=False)
+    # The largest share used of any class's capacity (0 to 1, or more when
+    # capacity shrank under allocations).
+    fullest: float
 
-    @property
-    def fullest(self) -> float:
-        """The largest share used of any class's capacity (0 to 1, or more
-        when capacity shrank under allocations); worked out once, as kept
-        hosts are asked again at every reading."""
-        if self._fullest is None:
-            object.__setattr__(self, "_fullest", max(
-                (used / capacity for used, capacity in self.classes.values()
-                 if capacity > 0), default=0.0))
-        return self._fullest  # type: ignore[return-value]
+    @classmethod
+    def of(cls, row: HostRow) -> HostUse:
+        fullest, root, name, *classes = row
+        return cls(root, name, {classes[k]: (classes[k + 1], classes[k + 2])
+                                for k in range(0, len(classes), 3)}, fullest)
+
+
+# A host as a worker keeps it: (fullest, root id, name, then class, used,
+# capacity for each class in class order), see HostUse.  Flat, of plain
+# values only: the cycle collector stops following it at its first pass
+# (10,000 kept; see placement.metrics.kept_figures).
+HostRow = tuple[Any, ...]
+
+
+def host_row(root: int, name: str, sums: dict[str, list[Any]]) -> HostRow:
+    """The host's row from its per-class [used, capacity] sums."""
+    fullest = 0.0
+    classes: list[Any] = []
+    for rc, (used, capacity) in sorted(sums.items()):
+        classes += (rc, int(used), capacity)
+        if capacity > 0 and used / capacity > fullest:
+            fullest = used / capacity
+    return (fullest, root, name, *classes)
 
 
 @dataclasses.dataclass(frozen=True)
 class Figures:
     """Everything the operator's views start from.
 
-    ``by_provider``: each provider's inventories, in class name order;
+    ``by_provider``: each provider's inventories (InventoryUse's fields,
+    as plain tuples), in class name order;
     ``cloud`` and each aggregate's totals in class name order.  A provider
     is counted in an aggregate when it, or the root of its tree, is a
     member (as the candidate search has it: a tree provider is a member of
@@ -62,7 +77,7 @@ class Figures:
     and ``hosts`` are written along, when known.
     """
 
-    by_provider: dict[int, tuple[InventoryUse, ...]]
+    by_provider: dict[int, tuple[InventoryRow, ...]]
     cloud: tuple[ClassTotals, ...]
     aggregates: dict[str, tuple[ClassTotals, ...]]
     memberships: dict[int, frozenset[str]]
@@ -70,23 +85,23 @@ class Figures:
     providers: int
     exporter: tuple[tuple[bytes, ...], ...] | None = dataclasses.field(
         default=None, compare=False)
-    hosts: tuple[HostUse, ...] | None = dataclasses.field(default=None, compare=False)
+    hosts: tuple[HostRow, ...] | None = dataclasses.field(default=None, compare=False)
 
     @functools.cached_property
-    def inventories(self) -> tuple[InventoryUse, ...]:
+    def inventories(self) -> tuple[InventoryRow, ...]:
         """Every inventory, in provider id then class name order (put
         together when first asked: a scrape never needs it)."""
         return tuple(itertools.chain.from_iterable(
             self.by_provider[pid] for pid in sorted(self.by_provider)))
 
     @classmethod
-    def of(cls, inventories: Iterable[InventoryUse], *others: Any) -> Figures:
+    def of(cls, inventories: Iterable[InventoryRow], *others: Any) -> Figures:
         """Figures with these inventories (in any order), ``others`` as the
         fields after ``by_provider``."""
-        by_provider: dict[int, list[InventoryUse]] = {}
+        by_provider: dict[int, list[InventoryRow]] = {}
         for inventory in inventories:
-            by_provider.setdefault(inventory.provider_id, []).append(inventory)
-        return cls({pid: tuple(sorted(rows, key=lambda i: i.resource_class))
+            by_provider.setdefault(inventory[ROW_PROVIDER_ID], []).append(inventory)
+        return cls({pid: tuple(sorted(rows, key=lambda i: i[ROW_CLASS]))
                     for pid, rows in by_provider.items()}, *others)
 
 
@@ -122,7 +137,7 @@ def _times(total: int, reserved: int, ratio: float, min_unit: int, max_unit: int
     return count
 
 
-def host_fits(inventories: Iterable[InventoryUse],
+def host_fits(inventories: Iterable[InventoryRow],
               memberships: dict[int, frozenset[str]],
               traits: dict[int, frozenset[str]], group: RequestGroup) -> dict[int, int]:
     """How many more of ``group`` each host of ``inventories`` takes
@@ -179,7 +194,7 @@ def number(value: float | int) -> str:
     return str(value)
 
 
-def exporter_lines(inventories: Iterable[InventoryUse]) -> tuple[bytes, ...]:
+def exporter_lines(inventories: Iterable[InventoryRow]) -> tuple[bytes, ...]:
     """The lines of openstack-exporter's four gauges (allocation ratio,
     reserved, total, usage) for these inventories, one text per gauge."""
     ratios: list[str] = []
@@ -201,15 +216,36 @@ def exporter_lines(inventories: Iterable[InventoryUse]) -> tuple[bytes, ...]:
             "".join(totals).encode(), "".join(usage).encode())
 
 
-def host_use(root: int, name: str, inventories: list[InventoryUse]) -> HostUse | None:
+def provider_lines(name: str, inventories: Iterable[tuple[str, int, int, float, int, int,
+                                                            int, int]]) -> tuple[str, ...]:
+    """The lines of openstack-exporter's four gauges (as :func:`exporter_lines`)
+    of one provider named ``name``, from its inventories as a reading has
+    them (class, total, reserved, ratio, min, max, step, used); text, not
+    bytes: encoded once per gauge when all providers' lines are joined."""
+    hostname = escape(name)
+    ratios: list[str] = []
+    reserved: list[str] = []
+    totals: list[str] = []
+    usage: list[str] = []
+    for rc, total, held, ratio, _min, _max, _step, used in inventories:
+        labels = '{hostname="%s",resourcetype="%s"} ' % (hostname, rc)
+        ratios.append("openstack_placement_resource_allocation_ratio%s%s\n"
+                      % (labels, number(ratio)))
+        reserved.append("openstack_placement_resource_reserved%s%d\n" % (labels, held))
+        totals.append("openstack_placement_resource_total%s%d\n" % (labels, total))
+        usage.append("openstack_placement_resource_usage%s%d\n" % (labels, used))
+    return ("".join(ratios), "".join(reserved), "".join(totals), "".join(usage))
+
+
+def host_use(root: int, name: str, inventories: list[InventoryRow]) -> HostRow | None:
     """The host's use per class, summed over its providers (None without
     inventory)."""
     if not inventories:
         return None
     sums: dict[str, list[Any]] = {}
-    for i in inventories:
-        entry = sums.setdefault(i.resource_class, [0, 0.0])
-        entry[0] += i.used
-        entry[1] += i.capacity
-    return HostUse(root, name, {rc: (int(used), capacity)
-                                for rc, (used, capacity) in sorted(sums.items())})
+    for (_pid, _name, _uuid, _root, _root_name, _parent, rc, total, reserved, ratio,
+         _min, _max, _step, used) in inventories:
+        entry = sums.setdefault(rc, [0, 0.0])
+        entry[0] += used
+        entry[1] += (total - reserved) * ratio
+    return host_row(root, name, sums)

@@ -53,27 +53,29 @@ The cycle collector
 -------------------
 It is left running: pausing it is process-wide, and would pause it for
 every other thread of a threaded server (uwsgi threads) while a worker
-works out its figures.  What a reading makes is instead kept cheap for
-it: rows fetched as the driver's plain tuples, details kept as plain
-tuples (which it stops following at its first pass; it never stops
-following a named tuple or a frozenset), providers grouped by sorting
-pairs rather than in a set or list per host.  What stays followed is
-about six objects per host (its inventories, tree and use), so a worker's
-first reading at 10,000 providers triggers one or two full collections
-instead of four.
+works out its figures.  What a reading keeps is instead never followed by
+it: rows are fetched as the driver's plain tuples, and every provider's
+and host's figures are kept as flat tuples of plain values (inventories,
+a host's use, its providers, its fits), which the collector stops
+following at the first collection they live through.  A named tuple, a
+dataclass instance or a tuple holding a tuple it still follows stays
+followed into the oldest generation; 30,000 of those per first reading
+at 10,000 providers started a full collection of the whole process (a
+third of that reading's time).  Providers are grouped by sorting pairs
+rather than in a set or list per host.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from placement.metrics.figures import (Figures, Fits, HostUse, exporter_lines,
-                                       host_fits)
+from placement.metrics.figures import (Figures, Fits, HostRow, host_fits, host_row,
+                                       provider_lines)
 from placement.objects import capacity as capacity_obj
-from placement.objects.capacity import (NAME, PARENT, ROOT, ClassTotals,
-                                        InventoryUse, ProviderState, Reading)
+from placement.objects.capacity import (NAME, PARENT, ROOT, ClassTotals, InventoryRow,
+                                        ProviderState, Reading)
 from placement.query import RequestGroup
 
 if TYPE_CHECKING:
@@ -107,20 +109,15 @@ def from_units(units: int) -> float:
     return units / _UNIT
 
 
-class _Tree(NamedTuple):
-    """One host as worked out at a reading: its providers (every one of
-    the tree, in id order), its use, which flavors it was counted for
-    (:attr:`KeptFigures._flavors_read`) and how many more of each it
-    takes.  What each provider has is kept per provider by
-    :class:`KeptFigures`.  A named tuple: 10,000 of them, kept by a worker,
-    and the cycle collector follows a dataclass instance at every full
-    collection, not a tuple holding nothing it follows."""
-
-    root_id: int
-    providers: tuple[int, ...]
-    host: HostUse | None
-    flavors_read: int
-    fits: tuple[int, ...] = ()
+# Each host as worked out at a reading is kept in three dicts keyed by its
+# root id: its providers (every one of the tree, in id order), its use
+# (hosts with inventory) and its fits, as (the _flavors_read it was
+# counted for, then how many more of each flavor it takes).  What each
+# provider has is kept per provider.  Flat tuples of plain values, not a
+# tuple per host holding others: the cycle collector stops following a
+# tuple only once what it holds is no longer followed, one level per
+# pass, so 10,000 nested ones kept reached the oldest generation still
+# followed and started a full collection of the whole process.
 
 
 class KeptFigures:
@@ -135,14 +132,16 @@ class KeptFigures:
         self._direct_read: tuple[tuple[int, str], ...] = ()
         self._direct: dict[int, frozenset[str]] = {}
         self._details: dict[int, capacity_obj.ProviderDetails] = {}
-        self._trees: dict[int, _Tree] = {}
+        self._trees: dict[int, tuple[int, ...]] = {}
+        self._hosts: dict[int, HostRow] = {}
+        self._host_fits: dict[int, tuple[int, ...]] = {}
         self._groups: tuple[RequestGroup, ...] = ()
         # Counts the changes of flavors: trees counted for others leave
         # nothing of their fits.
         self._flavors_read = 0
         # Per provider, set by the tree holding it.
-        self._inventories: dict[int, tuple[InventoryUse, ...]] = {}
-        self._lines: dict[int, tuple[bytes, ...]] = {}
+        self._inventories: dict[int, tuple[InventoryRow, ...]] = {}
+        self._lines: dict[int, tuple[str, ...]] = {}
         self._memberships: dict[int, frozenset[str]] = {}
         self._traits: dict[int, frozenset[str]] = {}
         # Patched as trees come and leave: per (scope, class) total,
@@ -202,20 +201,18 @@ class KeptFigures:
         states = self._states
         members = [(states[pid][ROOT], pid) for pid in changed]
         for root in roots:
-            old = self._trees.pop(root, None)
-            if old is not None:
-                members.extend((root, pid) for pid in old.providers
+            providers = self._trees.get(root)
+            if providers is not None:
+                members.extend((root, pid) for pid in providers
                                if pid not in changed and pid in states)
-                self._leave(old)
+                self._leave(root)
         members.sort()
         # A root without members is gone or no root any more.
-        trees = [tree for tree in (
-            self._tree(root, [pid for _root, pid in group])
-            for root, group in itertools.groupby(members, _FIRST)) if tree is not None]
-        trees = self._count_fits(trees)
-        for tree in trees:
-            self._trees[tree.root_id] = tree
-            self._add(tree, 1)
+        trees = [root for root, group in itertools.groupby(members, _FIRST)
+                 if self._tree(root, tuple([pid for _root, pid in group]))]
+        self._count_fits(trees)
+        for root in trees:
+            self._add(root, 1)
         return self._figures(), self._fits_now()
 
     def _roots_changed(self, reading: Reading, changed: set[int]) -> set[int]:
@@ -237,28 +234,28 @@ class KeptFigures:
             self._direct_read, self._direct = reading.memberships, frozen
         return roots
 
-    def _tree(self, root: int, members: list[int]) -> _Tree | None:
-        """The tree of ``root`` with providers ``members`` (in id order), as the states
-        now have them (None when ``root`` is no root any more); what each
-        provider has goes into the per-provider figures."""
+    def _tree(self, root: int, members: tuple[int, ...]) -> bool:
+        """Keep the tree of ``root`` with providers ``members`` (in id
+        order), as the states now have them, and what each provider has
+        (False, keeping nothing, when ``root`` is no root any more)."""
         state = self._states.get(root)
         if state is None or state[ROOT] != root:
-            return None
+            return False
         root_name = state[NAME]
         root_aggregates = self._direct.get(root, _NONE)
         # The host's use per class: capacity added in provider order (as
         # figures.host_use does).
         use: dict[str, list[float]] = {}
-        providers = members
-        for pid in providers:
-            provider = self._states[pid]
-            uuid, inventories, traits = self._details[pid]
+        states, details = self._states, self._details
+        for pid in members:
+            provider = states[pid]
+            uuid, inventories, traits = details[pid]
             name, parent = provider[NAME], provider[PARENT]
-            rows = tuple([InventoryUse(pid, name, uuid, root, root_name, parent, *inventory)
+            rows = tuple([(pid, name, uuid, root, root_name, parent, *inventory)
                           for inventory in inventories])
             self._inventories[pid] = rows
             if rows:
-                self._lines[pid] = exporter_lines(rows)
+                self._lines[pid] = provider_lines(name, inventories)
                 self._exporter = None
                 # Unpacked, not read by attribute: 30,000 at a first reading.
                 for rc, total, reserved, ratio, _min, _max, _step, used in inventories:
@@ -274,40 +271,42 @@ class KeptFigures:
                 self._memberships[pid] = member_of
             if traits:
                 self._traits[pid] = frozenset(traits)
-        host = HostUse(root, root_name, {
-            rc: (int(used), capacity) for rc, (used, capacity) in sorted(use.items())
-        }) if use else None
-        return _Tree(root, tuple(providers), host, self._flavors_read)
+        self._trees[root] = members
+        if use:
+            self._hosts[root] = host_row(root, root_name, use)
+        return True
 
-    def _count_fits(self, trees: list[_Tree]) -> list[_Tree]:
-        """``trees`` with how many more of each flavor each takes (one
+    def _count_fits(self, roots: list[int]) -> None:
+        """How many more of each flavor the trees of ``roots`` take (one
         pass per flavor over all their inventories)."""
         if not self._groups:
-            return trees
-        inventories = self._inventories
+            return
+        inventories, trees = self._inventories, self._trees
         everything = list(itertools.chain.from_iterable(
-            inventories[pid] for tree in trees for pid in tree.providers))
+            inventories[pid] for root in roots for pid in trees[root]))
         counts = [host_fits(everything, self._memberships, self._traits, group)
                   for group in self._groups]
-        return [_Tree(root, providers, host, flavors_read,
-                      tuple([by_root.get(root, 0) for by_root in counts]))
-                for root, providers, host, flavors_read, _ in trees]
+        flavors_read, host_fits_ = self._flavors_read, self._host_fits
+        for root in roots:
+            host_fits_[root] = (flavors_read, *[by_root.get(root, 0) for by_root in counts])
 
-    def _leave(self, tree: _Tree) -> None:
-        """Take what ``tree`` added out of the sums, the fits and the
-        per-provider figures."""
-        self._add(tree, -1)
-        for pid in tree.providers:
+    def _leave(self, root: int) -> None:
+        """Take what the tree of ``root`` added out of the sums, the fits
+        and the per-provider figures, and forget it."""
+        self._add(root, -1)
+        for pid in self._trees.pop(root):
             if self._lines.pop(pid, None) is not None:
                 self._exporter = None
             for kept in (self._inventories, self._memberships, self._traits):
                 kept.pop(pid, None)
+        self._hosts.pop(root, None)
+        self._host_fits.pop(root, None)
 
-    def _add(self, tree: _Tree, sign: int) -> None:
+    def _add(self, root: int, sign: int) -> None:
         """Add (sign 1) or take out (-1) the tree's part of the sums and
         of the fits."""
         all_sums = self._sums
-        for pid in tree.providers:
+        for pid in self._trees[root]:
             rows = self._inventories[pid]
             if not rows:
                 continue
@@ -331,11 +330,11 @@ class KeptFigures:
                         sums[2] -= used
                         sums[3] -= 1
                         sums[4] -= units
-        if tree.flavors_read != self._flavors_read:
-            return  # counted for other flavors: not in the sums
-        root = tree.root_id
+        fits = self._host_fits.get(root)
+        if fits is None or fits[0] != self._flavors_read:
+            return  # counted for other flavors (or none): not in the sums
         root_aggregates = self._memberships.get(root, _NONE)
-        for (hosts, aggregates), count in zip(self._fits, tree.fits, strict=True):
+        for (hosts, aggregates), count in zip(self._fits, fits[1:], strict=True):
             if not count:
                 continue
             if sign > 0:
@@ -365,15 +364,15 @@ class KeptFigures:
             {uuid: tuple(rows) for uuid, rows in aggregates.items()},
             dict(self._memberships), dict(self._traits), len(self._states),
             self._exporter_lines(),
-            tuple(tree.host for tree in self._trees.values() if tree.host))
+            tuple(self._hosts.values()))
 
     def _exporter_lines(self) -> tuple[tuple[bytes, ...], ...]:
         """openstack-exporter's lines, per gauge, in provider id order
-        (joined again only when some provider's lines changed: joining is
-        copying, a few milliseconds for 10 MB)."""
+        (joined and encoded again only when some provider's lines changed:
+        a few milliseconds for 10 MB)."""
         if self._exporter is None:
             ordered = [self._lines[pid] for pid in sorted(self._lines)]
-            self._exporter = tuple((b"".join([lines[k] for lines in ordered]),)
+            self._exporter = tuple(("".join([lines[k] for lines in ordered]).encode(),)
                                    for k in range(4))
         return self._exporter
 

@@ -128,6 +128,19 @@ class InventoryUse(NamedTuple):
         return (self.total - self.reserved) * self.allocation_ratio
 
 
+# An InventoryUse's fields as a plain tuple, in the same order: what a
+# worker keeps of each of its 30,000 inventories at 10,000 providers.  The
+# cycle collector stops following a plain tuple of plain values at its
+# first pass; a named tuple it follows at every full collection, and
+# 30,000 kept ones made a worker's first reading start two of them.
+InventoryRow = tuple[int, str, str, int, str, int | None, str, int, int, float,
+                     int, int, int, int]
+ROW_PROVIDER_ID: Final = 0
+ROW_ROOT_ID: Final = 3
+ROW_ROOT_NAME: Final = 4
+ROW_CLASS: Final = 6
+
+
 class ClassTotals(NamedTuple):
     """Sums over the inventories of one class (of the cloud, or of an
     aggregate's providers); ``providers`` have inventory of the class."""

@@ -127,7 +127,7 @@ def _everything(figures: Figures, fits: tuple[Fits, ...]) -> tuple[Any, ...]:
     """All a reading gives, the fields left out of comparisons included."""
     return (figures, figures.inventories, fits, figures.exporter and
             [b"".join(pieces) for pieces in figures.exporter],
-            sorted((h.root_id, h.name, h.classes) for h in figures.hosts or ()))
+            sorted(figures.hosts or ()))
 
 
 def _value(value: float) -> str:
