@@ -41,7 +41,10 @@ _REMOVALS = tables.allocation_removals
 def _upsert(dialect: str) -> Any:
     """Insert a count of 1, or add 1 to the one there: each backend spells
     "insert or update" its own way.  Built once per backend."""
-    added = {"removals": _REMOVALS.c.removals + 1}
+    # The 1 written out, not bound: PyMySQL's executemany rewrites the
+    # statement into one multi-row INSERT and cannot take a parameter
+    # after the VALUES.
+    added = {"removals": _REMOVALS.c.removals + sa.literal_column("1")}
     key = [_REMOVALS.c.resource_provider_id]
     if dialect == "postgresql":
         return sa.dialects.postgresql.insert(_REMOVALS).on_conflict_do_update(

@@ -186,3 +186,24 @@ def test_a_deleted_provider_takes_its_count_along(served: tuple[Any, Database]) 
                 tables.allocation_removals.c.resource_provider_id.not_in(
                     sa.select(tables.resource_providers.c.id)))).scalar_one()
     assert left == 0
+
+
+def test_each_host_a_consumer_leaves_counts_once(served: tuple[Any, Database]) -> None:
+    # Several providers counted in one statement (a multi-row upsert; on
+    # MySQL PyMySQL rewrites it into one INSERT).
+    application, db = served
+    hosts = Hosts(application)
+    _ok(application, "PUT", "/allocations/" + hosts.consumer,
+        hosts.claim({hosts.full: 2, hosts.free: 2}, hosts.consumer_generation()))
+    _delete(hosts)
+    removals = tables.allocation_removals
+    with db.reader() as conn:
+        counts = conn.execute(
+            sa.select(tables.resource_providers.c.uuid, removals.c.removals)
+            .join(removals, removals.c.resource_provider_id
+                  == tables.resource_providers.c.id)
+            .where(tables.resource_providers.c.uuid.in_([hosts.full, hosts.free]))
+        ).all()
+    # The full host lost the first claim when the consumer was replaced.
+    assert dict(counts) == {hosts.full: 2, hosts.free: 1}
+    assert hosts.candidates() == [{hosts.full, hosts.free}, {hosts.full}]
