@@ -280,14 +280,17 @@ class Loader:
         for chunk in search.chunks(sorted(stale)):
             params = {"provider_ids": chunk}
             inventories: dict[int, dict[str, Inventory]] = {p: {} for p in chunk}
-            # tuple.__new__ directly: Inventory._make is a Python-level
-            # call, and this loop runs once per inventory row.
-            for row in search.fetch(self.conn, "inventories", params):
-                inventories[row[0]][class_name(row[1])] = make_tuple(
-                    Inventory, (*row[2:], 0))
             traits: dict[int, list[tuple[int, str]]] = {}
-            for provider_id, trait_id, name in search.fetch(self.conn, "traits", params):
-                traits.setdefault(provider_id, []).append((trait_id, name))
+            inventory = search.ENTRY_INVENTORY
+            for row in search.fetch(self.conn, "entries", params):
+                trait = row[search.ENTRY_TRAIT]
+                if trait is None:
+                    # tuple.__new__ directly: Inventory._make is a
+                    # Python-level call, and this loop runs once per row.
+                    inventories[row[0]][class_name(row[1])] = make_tuple(
+                        Inventory, (*row[inventory], 0))
+                else:
+                    traits.setdefault(row[0], []).append((row[1], trait))
             keep = cache.names_classes_as(self.class_names)
             for provider_id in chunk:
                 generation, uuid = stale[provider_id]
