@@ -94,7 +94,12 @@ def _statement(kind: str, by: str) -> Any:
     ``by`` names the parameter saying which providers: ``class_ids``,
     ``root_ids`` or ``provider_ids``, or EVERYONE."""
     if kind == "entries":
-        return _entries(sa.bindparam(by, expanding=True))
+        if by == "provider_ids":
+            return _entries(sa.bindparam(by, expanding=True))
+        if by == EVERYONE:
+            return _entries(None)
+        return _entries(sa.select(_RP.c.id).where(
+            _RP.c.root_provider_id.in_(_roots(by == "class_ids"))))
     assert kind == "states", kind
     return _states(None if by == EVERYONE else _roots(by == "class_ids"))
 
@@ -223,9 +228,10 @@ def parse_states(count: int, text: str) -> dict[int, State]:
 ENTRY_INVENTORY, ENTRY_TRAIT = slice(2, 8), 8
 
 
-def _entries(provider_ids: Any) -> sa.Select[Any]:
+def _entries(provider_ids: Any | None) -> sa.Select[Any]:
     """What the worker keeps per provider generation (``placement.kept``
-    entries): each inventory, and each trait, of ``provider_ids``, in one
+    entries): each inventory, and each trait, of ``provider_ids`` (a list
+    parameter or a subquery; None for every provider), in one
     query, as rows of (provider id, class or trait id, total, reserved,
     min_unit, max_unit, step_size, allocation_ratio, trait name): an
     inventory's row has no trait name, a trait's nothing else.  One round
@@ -239,13 +245,14 @@ def _entries(provider_ids: Any) -> sa.Select[Any]:
                   _INV.c.resource_class_id.label("id"),
                   _INV.c.total, _INV.c.reserved, _INV.c.min_unit,
                   _INV.c.max_unit, _INV.c.step_size, _INV.c.allocation_ratio,
-                  sa.null().label("trait"))
-        .where(_INV.c.resource_provider_id.in_(provider_ids)))
+                  sa.null().label("trait")))
     traits = (
         sa.select(_RP_TRAITS.c.resource_provider_id, _TRAITS.c.id,
                   *[sa.null()] * 6, _TRAITS.c.name)
-        .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
-        .where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids)))
+        .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id))
+    if provider_ids is not None:
+        inventories = inventories.where(_INV.c.resource_provider_id.in_(provider_ids))
+        traits = traits.where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids))
     entries = sa.union_all(inventories, traits).subquery("entries")
     # Summaries list resources in class id order.
     return sa.select(entries).order_by(entries.c.provider_id, entries.c.id)
