@@ -447,11 +447,25 @@ def _lock_and_bump_statement() -> sa.Update:
             .returning(commit_outcome.TRANSACTION_ID))
 
 
+# MySQL and MariaDB (which have no UPDATE ... RETURNING): the same in one
+# UPDATE, which locks every row it matches, bumped or written back as it
+# was, and with ORDER BY takes them in id order, as lock_providers does.
+# Text, as SQLAlchemy has no ORDER BY for UPDATE.  Nothing is returned:
+# these databases learn a lost COMMIT's outcome from the commit mark.
+_MYSQL_LOCK_AND_BUMP = sa.text(
+    "UPDATE resource_providers"
+    " SET generation = generation + CASE WHEN id IN :bumped_ids THEN 1 ELSE 0 END,"
+    " updated_at = CASE WHEN id IN :bumped_ids THEN :now ELSE updated_at END"
+    " WHERE id IN :provider_ids ORDER BY id"
+).bindparams(sa.bindparam("provider_ids", expanding=True),
+             sa.bindparam("bumped_ids", expanding=True))
+
+
 def lock_and_bump_providers(conn: sa.engine.Connection, provider_ids: Iterable[int],
                             bumped_ids: Collection[int], now: datetime.datetime
                             ) -> bool:
     """:func:`lock_providers`, and where one statement can also do it
-    (PostgreSQL), increment the generations of ``bumped_ids`` (some of
+    (PostgreSQL, MySQL and MariaDB), increment the generations of ``bumped_ids`` (some of
     ``provider_ids``), setting their ``updated_at`` to ``now``: one round
     trip where a write would otherwise take two.  Whether they were
     bumped; if not, the caller bumps them itself, later in the transaction.
@@ -461,9 +475,14 @@ def lock_and_bump_providers(conn: sa.engine.Connection, provider_ids: Iterable[i
     way.
     """
     ids = sorted(set(provider_ids))
-    if not bumped_ids or not ids or conn.dialect.name != "postgresql":
+    dialect = conn.dialect.name
+    if not bumped_ids or not ids or dialect not in ("postgresql", "mysql", "mariadb"):
         lock_providers(conn, ids)
         return False
+    if dialect != "postgresql":
+        conn.execute(_MYSQL_LOCK_AND_BUMP, {
+            "provider_ids": ids, "bumped_ids": sorted(bumped_ids), "now": now})
+        return True
     rows = conn.execute(_lock_and_bump_statement(), {
         "provider_ids": ids, "bumped_ids": sorted(bumped_ids), "now": now}).all()
     if rows:
