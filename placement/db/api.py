@@ -37,6 +37,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from typing import Any, Collection, Iterable, Iterator
 
 import sqlalchemy as sa
@@ -146,6 +147,7 @@ class Database:
                 if self._engine is None:
                     engine = self._facade.writer.get_engine()
                     tune = _TUNING.get(engine.dialect.name)
+                    _ping_only_after_idle(engine)
                     if tune is not None:
                         tune(engine)
                         # oslo.db already opened (and pooled) a connection to
@@ -335,6 +337,49 @@ def _tune_mysql(engine: sa.engine.Engine) -> None:
 
 _TUNING = {"sqlite": _tune_sqlite, "mysql": _tune_mysql}
 
+# A pooled connection idle longer than this (seconds) is pinged before use.
+PING_AFTER_IDLE = 1.0
+# Where a pooled connection's record keeps when it was last given back.
+_RETURNED_AT = "placement_returned_at"
+
+
+def _ping_only_after_idle(engine: sa.engine.Engine) -> None:
+    """Ping a pooled connection before use only when it sat idle in the pool
+    for more than PING_AFTER_IDLE seconds, instead of at every checkout.
+
+    oslo.db turns on SQLAlchemy's pre-ping, a round trip before every
+    request's statements: on a busy worker a fifth of them, and of the
+    database's work for small requests.  What a ping finds dead is a
+    connection the database or a proxy dropped while nobody used it (an
+    idle timeout, a restart, a failover), hence idle ones are still
+    pinged.  One killed in the second since its last use is found by the
+    statement itself, as one killed just after a ping always was: reads
+    run again on a fresh connection (``app._run``), writes that had not
+    reached COMMIT too (``retries.run_with_retries``), and SQLAlchemy drops
+    the rest of the pool's connections of before the loss.
+
+    The ping is the dialect's, and a dead connection is handled as
+    SQLAlchemy's own pre-ping does: the pool is invalidated and the
+    checkout tried again on a new connection.
+    """
+    pool = engine.pool
+    # No public switch: oslo.db builds the pool with pre_ping=True.
+    pool._pre_ping = False  # type: ignore[attr-defined]
+    dialect = engine.dialect
+
+    @sa.event.listens_for(pool, "checkin")
+    def _on_checkin(dbapi_conn, record):  # type: ignore[no-untyped-def]
+        if dbapi_conn is not None:
+            record.info[_RETURNED_AT] = time.monotonic()
+
+    @sa.event.listens_for(pool, "checkout")
+    def _on_checkout(dbapi_conn, record, proxy):  # type: ignore[no-untyped-def]
+        returned = record.info.get(_RETURNED_AT)
+        if returned is None or time.monotonic() - returned < PING_AFTER_IDLE:
+            return  # new (connected for this checkout), or just used
+        if not dialect._do_ping_w_event(dbapi_conn):
+            raise sa.exc.InvalidatePoolError()
+
 
 @functools.cache
 def _lock_statement(with_xid: bool) -> sa.Select[Any]:
@@ -402,11 +447,25 @@ def _lock_and_bump_statement() -> sa.Update:
             .returning(commit_outcome.TRANSACTION_ID))
 
 
+# MySQL and MariaDB (which have no UPDATE ... RETURNING): the same in one
+# UPDATE, which locks every row it matches, bumped or written back as it
+# was, and with ORDER BY takes them in id order, as lock_providers does.
+# Text, as SQLAlchemy has no ORDER BY for UPDATE.  Nothing is returned:
+# these databases learn a lost COMMIT's outcome from the commit mark.
+_MYSQL_LOCK_AND_BUMP = sa.text(
+    "UPDATE resource_providers"
+    " SET generation = generation + CASE WHEN id IN :bumped_ids THEN 1 ELSE 0 END,"
+    " updated_at = CASE WHEN id IN :bumped_ids THEN :now ELSE updated_at END"
+    " WHERE id IN :provider_ids ORDER BY id"
+).bindparams(sa.bindparam("provider_ids", expanding=True),
+             sa.bindparam("bumped_ids", expanding=True))
+
+
 def lock_and_bump_providers(conn: sa.engine.Connection, provider_ids: Iterable[int],
                             bumped_ids: Collection[int], now: datetime.datetime
                             ) -> bool:
     """:func:`lock_providers`, and where one statement can also do it
-    (PostgreSQL), increment the generations of ``bumped_ids`` (some of
+    (PostgreSQL, MySQL and MariaDB), increment the generations of ``bumped_ids`` (some of
     ``provider_ids``), setting their ``updated_at`` to ``now``: one round
     trip where a write would otherwise take two.  Whether they were
     bumped; if not, the caller bumps them itself, later in the transaction.
@@ -416,9 +475,14 @@ def lock_and_bump_providers(conn: sa.engine.Connection, provider_ids: Iterable[i
     way.
     """
     ids = sorted(set(provider_ids))
-    if not bumped_ids or not ids or conn.dialect.name != "postgresql":
+    dialect = conn.dialect.name
+    if not bumped_ids or not ids or dialect not in ("postgresql", "mysql", "mariadb"):
         lock_providers(conn, ids)
         return False
+    if dialect != "postgresql":
+        conn.execute(_MYSQL_LOCK_AND_BUMP, {
+            "provider_ids": ids, "bumped_ids": sorted(bumped_ids), "now": now})
+        return True
     rows = conn.execute(_lock_and_bump_statement(), {
         "provider_ids": ids, "bumped_ids": sorted(bumped_ids), "now": now}).all()
     if rows:

@@ -142,6 +142,48 @@ def _insert_missing(conn: sa.engine.Connection, table: sa.Table,
     return {name: id_ for name, id_ in result.all()}
 
 
+@functools.cache
+def _insert_together_statement(which: tuple[bool, ...]) -> sa.CompoundSelect:
+    """PostgreSQL: insert the names of the array parameters ``names_<tag>``
+    into the tables :func:`_tables` lists where ``which`` says so, skipping
+    any present, and return ``(tag, name, id)`` of the rows inserted.  Each
+    INSERT of a WITH clause runs exactly once.  Built once per ``which``:
+    arrays rather than rows of VALUES keep one statement (and so one
+    compiled form in SQLAlchemy's cache) for any number of names."""
+    from sqlalchemy.dialects import postgresql
+
+    added = []
+    for tag, (table, column), wanted in zip(_IDENTITY_TAGS, _tables(), which, strict=True):
+        if not wanted:
+            continue
+        names = sa.func.unnest(sa.bindparam("names_%d" % tag,
+                                            type_=postgresql.ARRAY(sa.String)))
+        inserted = (postgresql.insert(table)
+                    .from_select([column.name, "created_at"],
+                                 sa.select(names, sa.bindparam("now", type_=sa.DateTime)))
+                    .on_conflict_do_nothing()
+                    .returning(column.label("name"), table.c.id)
+                    .cte("added_" + table.name))
+        added.append(sa.select(sa.literal(tag, sa.Integer), inserted.c.name, inserted.c.id))
+    return sa.union_all(*added)
+
+
+def _insert_missing_together(conn: sa.engine.Connection, missing: list[list[str]]
+                             ) -> list[dict[str, int]]:
+    """:func:`_insert_missing` for the projects, users and consumer types
+    named by ``missing`` (one list each, in :func:`_tables` order), in one
+    round trip (PostgreSQL)."""
+    statement = _insert_together_statement(tuple(bool(names) for names in missing))
+    params: dict[str, Any] = {"now": _utcnow()}
+    for tag, names in zip(_IDENTITY_TAGS, missing, strict=True):
+        if names:
+            params["names_%d" % tag] = names
+    found: dict[int, dict[str, int]] = {tag: {} for tag in _IDENTITY_TAGS}
+    for tag, name, id_ in conn.execute(statement, params):
+        found[tag][name] = id_
+    return [found[tag] for tag in _IDENTITY_TAGS]
+
+
 def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
                           users: set[str], types: set[str],
                           known: Identities | None = None) -> Identities:
@@ -159,19 +201,24 @@ def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
         found = [{name: ids[name] for name in names if name in ids}
                  for names, ids in zip(wanted, (known.projects, known.users,
                                                 known.types), strict=True)]
-    for (table, column), names, have in zip(_tables(), wanted, found, strict=True):
-        missing = sorted(names - set(have))
-        if not missing:
-            continue
-        have.update(_insert_missing(conn, table, column, missing))
-        missing = [name for name in missing if name not in have]
-        if not missing:
+    missing = [sorted(names - set(have)) for names, have in zip(wanted, found, strict=True)]
+    if conn.dialect.name == "postgresql" and sum(1 for names in missing if names) > 1:
+        # A claim of a new project and a new user: both in one round trip.
+        for have, added in zip(found, _insert_missing_together(conn, missing), strict=True):
+            have.update(added)
+    else:
+        for (table, column), names, have in zip(_tables(), missing, found, strict=True):
+            if names:
+                have.update(_insert_missing(conn, table, column, names))
+    for (table, column), names, have in zip(_tables(), missing, found, strict=True):
+        raced = [name for name in names if name not in have]
+        if not raced:
             continue
         # Rows a concurrent writer inserted first.  A locking read sees them
         # even when they were committed after this transaction's snapshot
         # (MySQL's REPEATABLE READ would otherwise hide them).
         rows = conn.execute(sa.select(column, table.c.id)
-                            .where(column.in_(missing))
+                            .where(column.in_(raced))
                             .with_for_update(read=True)).all()
         have.update({name: id_ for name, id_ in rows})
     return Identities(*found)

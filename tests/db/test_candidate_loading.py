@@ -238,9 +238,9 @@ def test_trees_of_every_bucket_are_built_together(
 
     real_build = Loader._build
 
-    def counted_build(self: Loader, states: list[Any]) -> list[Any]:
+    def counted_build(self: Loader, states: list[Any], *args: Any) -> list[Any]:
         builds.append(len(states))
-        return real_build(self, states)
+        return real_build(self, states, *args)
 
     monkeypatch.setattr(search, "fetch", one_bucket_per_tree)
     monkeypatch.setattr(Loader, "_build", counted_build)

@@ -230,3 +230,23 @@ def test_with_sharing_providers_the_kept_lists_give_what_one_forest_gives(
                            for id_, parent, invs, *rest in specs[root]]
         trees.update(trees_of({root: specs[root] for root in changed}))
     assert reused   # the lists kept were used
+
+
+def test_only_candidates_of_sharing_providers_alone_are_looked_up_for_repeats() -> None:
+    # Two hosts with VCPU in the pool's aggregate, and a pool sharing
+    # DISK_GB and IPV4_ADDRESS: a request for addresses alone is met by
+    # the pool alone, around every tree it serves, and comes once; VCPU
+    # with disk takes a host's own VCPU, so it comes around its host only.
+    cloud = forest((1, None, {"VCPU": inv(4)}, set(), {"agg"}),
+                   (2, None, {"VCPU": inv(4)}, set(), {"agg"}),
+                   (9, None, {"DISK_GB": inv(100), "IPV4_ADDRESS": inv(8)}, {SHARES},
+                    {"agg"}))
+    ordered = [cloud.trees[root] for root in sorted(cloud.trees)]
+    addresses = CandidateQuery(groups=(group(resources={"IPV4_ADDRESS": 1}),))
+    found = list(reuse.candidates(ordered, addresses, True, {}, assemble.DEPTH_FIRST))
+    assert [listed.combinations[i][0].providers for listed, i in found] == [(9,)]
+    assert all(i in listed.sharing_alone for listed, i in found)
+    with_disk = CandidateQuery(groups=(group(resources={"VCPU": 1, "DISK_GB": 1}),))
+    found = list(reuse.candidates(ordered, with_disk, True, {}, assemble.DEPTH_FIRST))
+    assert [listed.combinations[i][0].providers for listed, i in found] == [(1, 9), (2, 9)]
+    assert not any(listed.sharing_alone for listed, _i in found)

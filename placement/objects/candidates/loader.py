@@ -41,6 +41,9 @@ _NO_AGGREGATES: frozenset[str] = frozenset()
 
 # Trees read by the first batch; each further batch is twice as large.
 FIRST_BATCH = 16
+# From how many providers, none of them held, entries are read by the
+# parameters their states were read by (Loader.entries).
+READ_ALL_BY_FILTER = 256
 
 
 class QueryTrees:
@@ -208,7 +211,7 @@ class Loader:
         if changed:
             # Every changed tree of every bucket at once: one read of the
             # entries they lack, not one per bucket.
-            built = {tree.root_id: tree for tree in self._build(changed)}
+            built = {tree.root_id: tree for tree in self._build(changed, params)}
         keep = cache.names_classes_as(self.class_names)
         found: list[Tree] = []
         for known, bucket, text, trees in buckets:
@@ -225,11 +228,13 @@ class Loader:
             found += ordered
         return found
 
-    def _build(self, states: list[search.State]) -> list[Tree]:
-        """Trees made from their states (see :func:`.search.parse_states`)."""
+    def _build(self, states: list[search.State],
+               read_by: dict[str, list[int]] | None = None) -> list[Tree]:
+        """Trees made from their states (see :func:`.search.parse_states`),
+        read by the parameters ``read_by`` (see :meth:`entries`)."""
         rows = [row for state in states for row in state]
         entries = self.entries([(row[search.ID], row[search.GENERATION], row[search.UUID])
-                                for row in rows])
+                                for row in rows], read_by)
         usages = self.usages([(row[search.ID], row[search.GENERATION],
                                row[search.REMOVALS]) for row in rows])
         aggregate_sets = self._aggregate_sets(rows)
@@ -294,11 +299,19 @@ class Loader:
                 found[provider_id] = usage
         return found
 
-    def entries(self, providers: Iterable[tuple[int, int, str]]
-                ) -> dict[int, Entry]:
+    def entries(self, providers: Iterable[tuple[int, int, str]],
+                read_by: dict[str, list[int]] | None = None) -> dict[int, Entry]:
         """The entry (inventories and traits) of each ``(id, generation,
         uuid)``: the worker's own, read afresh where it is missing or older
-        than that generation."""
+        than that generation.
+
+        ``read_by`` are the parameters the states of these providers were
+        read by (see :func:`.search.fetch`).  When the worker holds none
+        of many providers (its first search), their entries are read by
+        the same parameters rather than by listing every provider id: the
+        statement stays small and its text, for class ids, is compiled
+        once.
+        """
         cache = self.cache
         found: dict[int, Entry] = {}
         stale: dict[int, tuple[int, str]] = {}
@@ -308,21 +321,31 @@ class Loader:
                 stale[provider_id] = (generation, uuid)
             else:
                 found[provider_id] = entry
+        if read_by is not None and not found and len(stale) >= READ_ALL_BY_FILTER:
+            reads = [read_by]
+        else:
+            reads = [{"provider_ids": chunk} for chunk in search.chunks(sorted(stale))]
         make_tuple = tuple.__new__
         class_name = self.class_name
-        for chunk in search.chunks(sorted(stale)):
-            params = {"provider_ids": chunk}
-            inventories: dict[int, dict[str, Inventory]] = {p: {} for p in chunk}
-            # tuple.__new__ directly: Inventory._make is a Python-level
-            # call, and this loop runs once per inventory row.
-            for row in search.fetch(self.conn, "inventories", params):
-                inventories[row[0]][class_name(row[1])] = make_tuple(
-                    Inventory, (*row[2:], 0))
+        inventory = search.ENTRY_INVENTORY
+        for params in reads:
+            # Providers created since their states were read may turn up
+            # in a read by filter: they are not asked for, and skipped.
+            inventories: dict[int, dict[str, Inventory]] = {p: {} for p in stale}
             traits: dict[int, list[tuple[int, str]]] = {}
-            for provider_id, trait_id, name in search.fetch(self.conn, "traits", params):
-                traits.setdefault(provider_id, []).append((trait_id, name))
+            for row in search.fetch(self.conn, "entries", params):
+                trait = row[search.ENTRY_TRAIT]
+                if trait is None:
+                    mine = inventories.get(row[0])
+                    if mine is not None:
+                        # tuple.__new__ directly: Inventory._make is a
+                        # Python-level call, and this loop runs once per row.
+                        mine[class_name(row[1])] = make_tuple(
+                            Inventory, (*row[inventory], 0))
+                else:
+                    traits.setdefault(row[0], []).append((row[1], trait))
             keep = cache.names_classes_as(self.class_names)
-            for provider_id in chunk:
+            for provider_id in params.get("provider_ids", stale):
                 generation, uuid = stale[provider_id]
                 entry = cache.entry(generation, uuid, inventories[provider_id],
                                     TraitSet.by_id(traits.get(provider_id, ())))

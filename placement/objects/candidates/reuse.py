@@ -54,10 +54,12 @@ class CandidateList:
     from the first tree only.  A tree's list holds the candidates built
     around it: all of them when ``complete``, else the first ones.
     Candidates past a tree's first ones come one per list, without a
-    ``key``: nothing derived from them is kept.
+    ``key``: nothing derived from them is kept.  ``sharing_alone`` holds
+    the indices of the candidates that take from sharing providers alone
+    (see :func:`_first_of_each`).
     """
 
-    __slots__ = ("trees", "combinations", "complete", "key", "used")
+    __slots__ = ("trees", "combinations", "complete", "key", "used", "sharing_alone")
 
     def __init__(self, trees: tuple[Tree, ...], combinations: tuple[Combination, ...],
                  complete: bool = True, key: int | None = None,
@@ -67,6 +69,7 @@ class CandidateList:
         self.complete = complete
         self.key = key
         self.used = used
+        self.sharing_alone = _sharing_alone(trees, combinations)
 
     def trees_used(self, index: int) -> tuple[Tree, ...]:
         """The trees candidate ``index`` takes providers from."""
@@ -228,13 +231,38 @@ def _used(sources: tuple[Tree, ...], combinations: tuple[Combination, ...]
     return None if all(trees == anchor for trees in used) else used
 
 
+_NOBODY: frozenset[int] = frozenset()
+
+
+def _sharing_alone(sources: tuple[Tree, ...], combinations: tuple[Combination, ...]
+                   ) -> frozenset[int]:
+    """The indices of the candidates whose providers all share inventory."""
+    sharing = {p.id for tree in sources if tree.sharing
+               for p in tree.providers if p.is_sharing}
+    if not sharing:
+        return _NOBODY
+    return frozenset([index for index, combination in enumerate(combinations)
+                      if all(pid in sharing for choice in combination
+                             for pid in choice.providers)])
+
+
 def _first_of_each(items: Iterator[Item]) -> Iterator[Item]:
     """Each candidate once: one taking from sharing providers alone is
-    built around every tree they serve, and comes first with the first."""
+    built around every tree they serve, and comes first with the first.
+
+    Only those are looked up: a provider that does not share serves
+    candidates built around its own tree alone (:class:`.trees.Forest`
+    anchors it there), and each tree is built around once per search, so
+    a candidate with such a provider comes once.  Hashing every candidate
+    (tuples of tuples, hashed afresh each time) cost more than the rest of
+    taking a kept list's candidates.
+    """
     seen: set[Combination] = set()
     for item in items:
         listed, index = item
-        combination = listed.combinations[index]
-        if combination not in seen:
+        if index in listed.sharing_alone:
+            combination = listed.combinations[index]
+            if combination in seen:
+                continue
             seen.add(combination)
-            yield item
+        yield item

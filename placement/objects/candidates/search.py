@@ -9,10 +9,10 @@
    tree, aggregates and count of allocation removals — as one text.  The
    worker compares it with the text it read before (:mod:`.loader`,
    :mod:`placement.kept`).
-3. ``inventories`` and ``traits`` of the providers the worker holds at an
-   older generation or not at all, ``usage`` of those it holds at another
-   generation or count of removals; the uuids of aggregates it has not
-   seen.
+3. ``entries``: the inventories and traits of the providers the worker
+   holds at an older generation or not at all, in one query; ``usage`` of
+   those it holds at another generation or count of removals; the uuids
+   of aggregates it has not seen.
 4. :func:`sharing_neighbour_roots`, only when sharing providers turn up:
    the trees sharing their aggregates.
 5. Or, when the answer is bounded (``limit``), :func:`candidate_roots`
@@ -45,7 +45,8 @@ _AGGS = tables.placement_aggregates
 _ALLOC = tables.allocations
 _REMOVALS = tables.allocation_removals
 
-# Ids per IN list, well below SQLite's limit on bound parameters.
+# Ids per IN list, well below SQLite's limit on bound parameters (32766)
+# even where a statement lists them twice (entries).
 _CHUNK = 5000
 
 
@@ -95,10 +96,13 @@ def _statement(kind: str, by: str) -> Any:
     compiled form in its cache instead of rebuilding and hashing them.
     ``by`` names the parameter saying which providers: ``class_ids``,
     ``root_ids`` or ``provider_ids``, or EVERYONE."""
-    if kind == "inventories":
-        return _inventories(sa.bindparam(by, expanding=True))
-    if kind == "traits":
-        return _traits(sa.bindparam(by, expanding=True))
+    if kind == "entries":
+        if by == "provider_ids":
+            return _entries(sa.bindparam(by, expanding=True))
+        if by == EVERYONE:
+            return _entries(None)
+        return _entries(sa.select(_RP.c.id).where(
+            _RP.c.root_provider_id.in_(_roots(by == "class_ids"))))
     if kind == "usage":
         return _usage(sa.bindparam(by, expanding=True))
     assert kind == "states", kind
@@ -206,15 +210,38 @@ def parse_states(count: int, text: str) -> dict[int, State]:
         for root_id, providers in places.items()}
 
 
-def _inventories(provider_ids: Any) -> sa.Select[Any]:
-    return (
-        sa.select(_INV.c.resource_provider_id, _INV.c.resource_class_id,
+# The fields of an ``entries`` row (see _entries).
+ENTRY_INVENTORY, ENTRY_TRAIT = slice(2, 8), 8
+
+
+def _entries(provider_ids: Any | None) -> sa.Select[Any]:
+    """What the worker keeps per provider generation (``placement.kept``
+    entries): each inventory, and each trait, of ``provider_ids`` (a list
+    parameter or a subquery; None for every provider), in one
+    query, as rows of (provider id, class or trait id, total, reserved,
+    min_unit, max_unit, step_size, allocation_ratio, trait name): an
+    inventory's row has no trait name, a trait's nothing else.  One round
+    trip, not one for each kind, for every search after a provider
+    changed (each claim changes one) and for a worker's first.
+    """
+    # Bare NULLs: each takes the type of the other branch's column (a CAST
+    # of NULL to FLOAT does not exist on MySQL and MariaDB).
+    inventories = (
+        sa.select(_INV.c.resource_provider_id.label("provider_id"),
+                  _INV.c.resource_class_id.label("id"),
                   _INV.c.total, _INV.c.reserved, _INV.c.min_unit,
-                  _INV.c.max_unit, _INV.c.step_size, _INV.c.allocation_ratio)
-        .where(_INV.c.resource_provider_id.in_(provider_ids))
-        # Summaries list resources in this order.
-        .order_by(_INV.c.resource_provider_id, _INV.c.resource_class_id)
-    )
+                  _INV.c.max_unit, _INV.c.step_size, _INV.c.allocation_ratio,
+                  sa.null().label("trait")))
+    traits = (
+        sa.select(_RP_TRAITS.c.resource_provider_id, _TRAITS.c.id,
+                  *[sa.null()] * 6, _TRAITS.c.name)
+        .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id))
+    if provider_ids is not None:
+        inventories = inventories.where(_INV.c.resource_provider_id.in_(provider_ids))
+        traits = traits.where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids))
+    entries = sa.union_all(inventories, traits).subquery("entries")
+    # Summaries list resources in class id order.
+    return sa.select(entries).order_by(entries.c.provider_id, entries.c.id)
 
 
 def _usage(provider_ids: Any) -> sa.Select[Any]:
@@ -226,14 +253,6 @@ def _usage(provider_ids: Any) -> sa.Select[Any]:
                   sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer))
         .where(_ALLOC.c.resource_provider_id.in_(provider_ids))
         .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)
-    )
-
-
-def _traits(provider_ids: Any) -> sa.Select[Any]:
-    return (
-        sa.select(_RP_TRAITS.c.resource_provider_id, _TRAITS.c.id, _TRAITS.c.name)
-        .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
-        .where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids))
     )
 
 
@@ -332,21 +351,28 @@ def candidate_roots(conn: sa.engine.Connection,
     its own tree, so a tree failing this test has no candidate: full
     compute nodes are skipped by the database instead of being loaded.
     """
-    params = {"class_ids": sorted({class_id for class_id, _ in amounts})}
-    if not amounts or conn.execute(
-            _sharing_with_classes(), params).first() is not None:
+    if not amounts:
         return None
     key = (conn.dialect.name, "fitting", tuple(sorted(set(amounts))))
     sql = _SQL.get(key)
     if sql is None:
         # Built and compiled once per set of amounts: a scheduler repeats
         # the same few flavors, and building this statement costs more
-        # than running it on a small cloud.
+        # than running it on a small cloud.  The sharing providers are
+        # asked in the same round trip: a NULL root says there are some.
         roots = capacity.trees_fitting(amounts).subquery()
-        sql = _literal(conn, sa.select(roots.c.root_provider_id).order_by(
-            roots.c.root_provider_id))
+        sharing = _sharing_with_classes().params(
+            class_ids=sorted({class_id for class_id, _ in amounts}))
+        statement = sa.union_all(
+            sa.select(roots.c.root_provider_id.label("root")),
+            sa.select(sa.null().label("root")).where(sa.exists(sharing)),
+        ).subquery("fitting")
+        sql = _literal(conn, sa.select(statement.c.root).order_by(statement.c.root))
         _remember(key, sql)
-    return [row[0] for row in _raw_rows(conn, sql)]
+    roots_found = [row[0] for row in _raw_rows(conn, sql)]
+    if None in roots_found:
+        return None
+    return roots_found
 
 
 @functools.cache
