@@ -235,3 +235,18 @@ commit_marks = sa.Table(
     sa.Column("token", sa.BigInteger, primary_key=True, autoincrement=False),
     sa.Column("aborted", sa.Boolean, nullable=False),
 )
+
+# How many times each provider has lost allocations (db/allocation_removals.py):
+# every transaction deleting allocation rows adds one for each provider
+# that lost some.  Adding allocations bumps the provider's generation, so a
+# provider's usage changes only when its generation or this count does,
+# and a worker reads usage again only then (placement/kept).  No row means
+# none counted yet (0): providers created before the table, or that never
+# lost an allocation.  Upstream Placement never reads it.
+allocation_removals = sa.Table(
+    "allocation_removals",
+    metadata,
+    sa.Column("resource_provider_id", sa.Integer, primary_key=True,
+              autoincrement=False),
+    sa.Column("removals", sa.BigInteger, nullable=False),
+)

@@ -27,13 +27,19 @@ entry
     a provider's inventories (with nothing used) and traits, with the
     generation and uuid it was read at.
 state
-    what may change about a tree without any generation changing: its
-    providers' ids, generations, parents, uuids, aggregate ids and usage.
-    Every search reads the state of the trees it may use afresh, in one
-    query, as one text per bucket of 64 trees.
+    what may change about a tree without any generation changing, or
+    tells that something did: its providers' ids, generations, parents,
+    uuids, aggregate ids and counts of allocation removals
+    (``placement/db/allocation_removals.py``).  Every search reads the
+    state of the trees it may use afresh, in one query, as one text per
+    bucket of 64 trees.
+usage
+    what a provider's allocations use, per class, kept under the
+    (generation, count of removals) read before it.
 tree
     a :class:`placement.objects.candidates.trees.Tree`: the providers of
-    one root with their entries, usage and aggregates, built from a state.
+    one root with their entries, usage and aggregates, built from a state
+    and its providers' usage.
 candidate list
     per recent query, the first candidates built around one tree, with
     the trees they were built from
@@ -66,28 +72,47 @@ Why using what is kept is safe
    MySQL, or a database restored from a backup, breaks this: restart the
    workers then (README, "Running it for real").
 3. *States cover everything else.*  What may change without a generation
-   bump (usage, when allocations are removed; aggregates written before
-   microversion 1.19; re-parenting; names) is in the state every search
+   bump (aggregates written before microversion 1.19; re-parenting;
+   names), or tells that usage did (rule 4), is in the state every search
    reads.  A tree is reused only when its state equals the kept one, a
    bucket's trees only when its whole text equals one read before, so
-   no answer depends on the order rows come in.
-4. *Candidate lists follow their trees.*  A tree's candidates depend
+   no answer depends on the order rows come in; a tree whose state is
+   unchanged has unchanged usage (rule 4), so the kept tree is the one a
+   search would build.
+4. *Usage follows generations and removals.*  Every write adding
+   allocations bumps the generation of each provider it allocates from,
+   and every write deleting allocations adds one to the removal count of
+   each provider that lost some (``db/allocation_removals.py``), each in
+   the transaction of the change; neither number ever goes down.  So a
+   provider's usage changes only when its (generation, removals) pair
+   does.  A search reads the pairs in the state first and the usage of
+   the providers whose pair differs from the one their kept usage is
+   tagged with afterwards, and keeps that usage tagged with the pair read
+   *before* it.  A write committing between the two reads makes the usage
+   newer than its tag, never older; and that write moved the pair, so the
+   next search reads a pair unequal to the tag and reads the usage again.
+   An equal pair thus means no write since the tag was read, and the kept
+   usage is the usage now.  Only our writers count removals: allocations
+   deleted by anything else (upstream Placement on the same database, SQL
+   by hand) are unseen until the workers restart (README, "Running it for
+   real").
+5. *Candidate lists follow their trees.*  A tree's candidates depend
    only on the query, the tree and the trees of the sharing providers
    serving it (those in an aggregate with one of its providers, which
    their states say), so a list is reused only while those trees are the
    very objects it was built from.  A candidate of sharing providers
    alone may be built around several trees; the search drops its
    repeats as it goes, whether the lists were kept or built.
-5. *Class names are checked.*  Entries name classes.  Every search reads
+6. *Class names are checked.*  Entries name classes.  Every search reads
    the class names first; when a class id is found under another name
    (a rename, before microversion 1.7) everything naming classes is
    dropped, and a search that read the names before such a rename does not
    store what it built.
-6. *Nothing kept is changed.*  Kept objects are replaced, never mutated,
+7. *Nothing kept is changed.*  Kept objects are replaced, never mutated,
    so requests in threads may share them; the stores holding them are
    changed by single assignments.  Bounds (:mod:`.store`) start a store
    again from empty rather than evict piecemeal.
-7. *Texts follow their object.*  A text is kept under the key of the
+8. *Texts follow their object.*  A text is kept under the key of the
    object it was written from, and keys are never reused (unlike
    ``id()``): a replaced tree or list has a new key, so its old text is
    never found for it.  Texts of replaced objects are dropped with them

@@ -84,6 +84,10 @@ class Texts:
         self._by_key.pop(key, None)
 
 
+# A provider's usage: (class id, used) pairs, sorted.
+Usage = tuple[tuple[int, int], ...]
+
+
 # What Kept.counts counts: ("hit" or "rebuild", kind), kinds being
 # "entry", "tree" and "candidate_list".  Running totals in plain integers,
 # read by the metrics after each request (placement.metrics.instruments).
@@ -96,6 +100,9 @@ class Kept:
     def __init__(self) -> None:
         self.counts: collections.Counter[tuple[str, str]] = Counts()
         self.entries: dict[int, Entry] = {}
+        # Provider id -> ((generation, removals) read before the usage was,
+        # its usage as sorted (class id, used) pairs); see usage_of.
+        self._usage: dict[int, tuple[tuple[int, int], Usage]] = {}
         self.trees: dict[int, Tree] = {}
         # Bucket (see search.BUCKET) -> {state text: its trees}.
         self._buckets: dict[int, dict[str, tuple[Tree, ...]]] = {}
@@ -126,6 +133,22 @@ class Kept:
         if len(self.entries) >= MAX_ENTRIES:
             self.entries, self._shared = {}, {}
         self.entries[provider_id] = entry
+
+    def usage_of(self, provider_id: int, tag: tuple[int, int]) -> Usage | None:
+        """A provider's usage as kept under ``tag``, its (generation,
+        count of allocation removals) as a search has just read them;
+        None when it was kept under another pair, or not at all."""
+        kept = self._usage.get(provider_id)
+        if kept is None or kept[0] != tag:
+            return None
+        return kept[1]
+
+    def put_usage(self, provider_id: int, tag: tuple[int, int], usage: Usage) -> None:
+        """Keep a provider's ``usage``, read after its ``tag`` (package
+        docstring, rule 4)."""
+        if len(self._usage) >= MAX_ENTRIES:
+            self._usage = {}
+        self._usage[provider_id] = (tag, usage)
 
     def put_tree(self, tree: Tree) -> None:
         """Keep ``tree`` in place of the tree of the same root."""
@@ -323,6 +346,12 @@ class _Nothing(Kept):
     works out everything afresh, as a worker's first search does."""
 
     def put(self, provider_id: int, entry: Entry) -> None:
+        pass
+
+    def usage_of(self, provider_id: int, tag: tuple[int, int]) -> Usage | None:
+        return None
+
+    def put_usage(self, provider_id: int, tag: tuple[int, int], usage: Usage) -> None:
         pass
 
     def put_tree(self, tree: Tree) -> None:

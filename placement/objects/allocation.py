@@ -17,9 +17,12 @@ How a write stays right under concurrency (``replace_all``):
    snapshot starts at the first plain read after the lock.  Then: check
    consumer generations, compare the usage the write would leave with
    capacity, delete the consumers' old allocations (by primary key, so
-   MySQL takes no gap locks), insert the new ones in one batch, save the
-   consumers with a compare-and-swap on their generation (creating missing
-   projects, users and consumer types on the way), and increment the
+   MySQL takes no gap locks) and count a removal for each provider that
+   lost some (``db/allocation_removals.py``: how workers learn that its
+   usage changed without a generation bump), insert the new ones in one
+   batch, save the consumers with a compare-and-swap on their generation
+   (creating missing projects, users and consumer types on the way), and
+   increment the
    generations of providers as :func:`bumped_provider_ids` says -- on
    PostgreSQL in the locking statement itself
    (``db.api.lock_and_bump_providers``), which a failed check rolls back
@@ -54,6 +57,7 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement import exceptions
+from placement.db import allocation_removals
 from placement.db import api as db_api
 from placement.db import commit_outcome
 from placement.db import tables
@@ -366,6 +370,9 @@ def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
                 commit_outcome.note_transaction_id(conn, told[0])
         else:
             conn.execute(_DELETE_ALLOCATIONS, old_ids)
+        # Taking allocations away changes usage without a generation bump:
+        # the count tells workers to read these providers' usage again.
+        allocation_removals.count_in(conn, {row.resource_provider_id for row in state.old})
     now = _utcnow()
     rows = [
         {"resource_provider_id": plan.provider_ids[provider_uuid],

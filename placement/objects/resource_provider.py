@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement import exceptions
+from placement.db import allocation_removals
 from placement.db import api as db_api
 from placement.db import commit_outcome
 from placement.db import tables
@@ -352,4 +353,5 @@ def delete(ctx: RequestContext, uuid: str) -> None:
         for table in (_INV, _RP_TRAITS, _RP_AGGS):
             conn.execute(table.delete().where(
                 table.c.resource_provider_id == provider.id))
+        allocation_removals.forget_in(conn, provider.id)
         conn.execute(_RP.delete().where(_RP.c.id == provider.id))

@@ -120,20 +120,21 @@ def test_the_key_leaves_out_the_limit_only() -> None:
 
 
 def test_a_state_reads_the_same_whatever_the_order_of_its_items() -> None:
-    items = ["5 p 7 3 5 uuid-7", "5 a 7 12", "5 u 7 1 4", "5 p 5 2  uuid-5",
-             "5 a 7 9", "5 u 7 2 256", "5 a 5 9", "9 p 9 0  uuid-9"]
+    items = ["5 p 7 3 5 uuid-7 2", "5 a 7 12", "5 p 5 2  uuid-5 0",
+             "5 a 7 9", "5 a 5 9", "9 p 9 0  uuid-9 41"]
     states = search.parse_states(len(items), ";".join(items))
     assert states == {
-        5: ((5, 2, None, 5, "uuid-5", (9,), ()),
-            (7, 3, 5, 5, "uuid-7", (9, 12), ((1, 4), (2, 256)))),
-        9: ((9, 0, None, 9, "uuid-9", (), ()),),
+        5: ((5, 2, None, 5, "uuid-5", (9,), 0),
+            (7, 3, 5, 5, "uuid-7", (9, 12), 2)),
+        9: ((9, 0, None, 9, "uuid-9", (), 41),),
     }
     assert search.parse_states(len(items), ";".join(reversed(items))) == states
 
 
 @pytest.mark.parametrize("text, count", [
-    ("5 p 5 2  uuid-5;5 a 5 9", 3),                # fewer items than counted
-    ("5 p 5 2  uuid-5;5 a 5", 2),                 # an item cut short
+    ("5 p 5 2  uuid-5 0;5 a 5 9", 3),              # fewer items than counted
+    ("5 p 5 2  uuid-5 0;5 a 5", 2),               # an item cut short
+    ("5 p 5 2  uuid-5", 1),                       # a provider cut short
 ])
 def test_a_state_cut_short_is_refused(text: str, count: int) -> None:
     with pytest.raises(RuntimeError, match="cut short"):

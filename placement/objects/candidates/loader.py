@@ -10,7 +10,10 @@ text per bucket of trees, :mod:`.search`) and turns each into a
   one read before gives its trees at once, without being taken apart;
 * any other tree is built afresh, its providers' inventories and traits
   coming from the worker's entries when their generation and uuid still
-  match, else read in two more queries for all such providers at once.
+  match, else read in two more queries for all such providers at once,
+  and their usage from what the worker keeps when their generation and
+  count of allocation removals still match, else read in one more query
+  (:meth:`Loader.usages`).
 
 When the last search for the same classes found them in most trees, the
 state of every tree is read instead of asking the database to narrow
@@ -232,13 +235,16 @@ class Loader:
         rows = [row for state in states for row in state]
         entries = self.entries([(row[search.ID], row[search.GENERATION], row[search.UUID])
                                 for row in rows], read_by)
+        usages = self.usages([(row[search.ID], row[search.GENERATION],
+                               row[search.REMOVALS]) for row in rows])
         aggregate_sets = self._aggregate_sets(rows)
         trees = []
         for state in states:
             providers = []
             for (provider_id, _generation, parent_id, root_id, uuid, aggregates,
-                 usage) in state:
+                 _removals) in state:
                 entry = entries[provider_id]
+                usage = usages[provider_id]
                 if usage:
                     # A dict of its own, under a key of its own.
                     inventories = self.with_usage(entry.inventories, usage)
@@ -265,6 +271,33 @@ class Loader:
             if inventory is not None:
                 inventories[name] = inventory._replace(used=used)
         return inventories
+
+    def usages(self, providers: Iterable[tuple[int, int, int]]
+               ) -> dict[int, tuple[tuple[int, int], ...]]:
+        """The usage, sorted ``(class id, used)`` pairs, of each ``(id,
+        generation, removals)`` read in the states: the worker's own where
+        it was kept under that generation and count of removals, else read
+        now (after the states, so at worst newer than the pair it is kept
+        under: :mod:`placement.kept`, rule 4)."""
+        cache = self.cache
+        found: dict[int, tuple[tuple[int, int], ...]] = {}
+        stale: dict[int, tuple[int, int]] = {}
+        for provider_id, generation, removals in providers:
+            usage = cache.usage_of(provider_id, (generation, removals))
+            if usage is None:
+                stale[provider_id] = (generation, removals)
+            else:
+                found[provider_id] = usage
+        for chunk in search.chunks(sorted(stale)):
+            read: dict[int, list[tuple[int, int]]] = {p: [] for p in chunk}
+            for provider_id, class_id, used in search.fetch(
+                    self.conn, "usage", {"provider_ids": chunk}):
+                read[provider_id].append((class_id, used))
+            for provider_id in chunk:
+                usage = tuple(sorted(read[provider_id]))
+                cache.put_usage(provider_id, stale[provider_id], usage)
+                found[provider_id] = usage
+        return found
 
     def entries(self, providers: Iterable[tuple[int, int, str]],
                 read_by: dict[str, list[int]] | None = None) -> dict[int, Entry]:

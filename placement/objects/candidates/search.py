@@ -2,15 +2,17 @@
 
 1. :func:`check_names` — every resource class, and are the requested
    traits known?  One query for both.
-2. ``states`` (:func:`fetch`) — one row per tree that has inventory of a
-   requested class (or per tree named, or per tree): what must be read
-   afresh by every search, since it may change without a generation bump
-   — each provider's generation and place in its tree, its aggregates and
-   usage — as one text.  The worker compares it with the text it read before
-   (:mod:`.loader`, :mod:`placement.kept`).
+2. ``states`` (:func:`fetch`) — one row per bucket of trees that have
+   inventory of a requested class (or of the trees named, or of every
+   tree): what must be read afresh by every search, since it may change
+   without a generation bump — each provider's generation, place in its
+   tree, aggregates and count of allocation removals — as one text.  The
+   worker compares it with the text it read before (:mod:`.loader`,
+   :mod:`placement.kept`).
 3. ``entries``: the inventories and traits of the providers the worker
-   holds at an older generation or not at all, in one query; the uuids of
-   aggregates it has not seen.
+   holds at an older generation or not at all, in one query; ``usage`` of
+   those it holds at another generation or count of removals; the uuids
+   of aggregates it has not seen.
 4. :func:`sharing_neighbour_roots`, only when sharing providers turn up:
    the trees sharing their aggregates.
 5. Or, when the answer is bounded (``limit``), :func:`candidate_roots`
@@ -41,6 +43,7 @@ _RP_TRAITS = tables.resource_provider_traits
 _RP_AGGS = tables.resource_provider_aggregates
 _AGGS = tables.placement_aggregates
 _ALLOC = tables.allocations
+_REMOVALS = tables.allocation_removals
 
 # Ids per IN list, well below SQLite's limit on bound parameters (32766)
 # even where a statement lists them twice (entries).
@@ -100,12 +103,14 @@ def _statement(kind: str, by: str) -> Any:
             return _entries(None)
         return _entries(sa.select(_RP.c.id).where(
             _RP.c.root_provider_id.in_(_roots(by == "class_ids"))))
+    if kind == "usage":
+        return _usage(sa.bindparam(by, expanding=True))
     assert kind == "states", kind
     return _states(None if by == EVERYONE else _roots(by == "class_ids"))
 
 
 # The fields of a provider's state (see parse_states).
-ID, GENERATION, PARENT, ROOT, UUID, AGGREGATES, USAGE = range(7)
+ID, GENERATION, PARENT, ROOT, UUID, AGGREGATES, REMOVALS = range(7)
 
 # Trees whose root ids differ only in their last digits in this base share
 # one state text (see _states).
@@ -119,11 +124,17 @@ def _states(roots: Any) -> Any:
     (roots ``r`` with the same ``r - r % BUCKET``) with the bucket, a count
     of items and the items, ``;`` between them, in the database's order:
 
-    * ``<root> p <id> <generation> <parent id> <uuid>`` for each provider;
+    * ``<root> p <id> <generation> <parent id> <uuid> <removals>`` for
+      each provider, ``removals`` being its count of allocation removals
+      (``db/allocation_removals.py``; 0 without a row);
     * ``<root> a <provider id> <aggregate id>`` for each aggregate
-      membership;
-    * ``<root> u <provider id> <class id> <used>`` for each class allocated
-      from a provider.
+      membership.
+
+    Usage is not in it: a provider's usage changes only with its
+    generation or its removals (``placement/kept``, rule 4), so the worker
+    reads the usage of those providers alone whose pair moved
+    (:func:`_usage`), instead of the database summing every allocation
+    for every search.
 
     A few texts make the common case cheap: the worker compares each with
     the text it read last time, and an equal text means unchanged trees;
@@ -132,51 +143,27 @@ def _states(roots: Any) -> Any:
     small (tens of thousands of groups, each with its own buffer, spill
     out of memory and come back in another order).
     """
-    chosen: Any = _RP
+    chosen_rows = (
+        sa.select(_RP.c.id, _RP.c.generation, _RP.c.parent_provider_id,
+                  _RP.c.root_provider_id, _RP.c.uuid,
+                  sa.func.coalesce(_REMOVALS.c.removals, 0).label("removals"))
+        .outerjoin(_REMOVALS, _REMOVALS.c.resource_provider_id == _RP.c.id))
     if roots is not None:
-        chosen = (
-            sa.select(_RP.c.id, _RP.c.generation, _RP.c.parent_provider_id,
-                      _RP.c.root_provider_id, _RP.c.uuid)
-            .where(_RP.c.root_provider_id.in_(roots))
-            .cte("chosen"))
+        chosen_rows = chosen_rows.where(_RP.c.root_provider_id.in_(roots))
+    chosen = chosen_rows.cte("chosen")
 
     def text(column: Any) -> Any:
         return sa.cast(column, sa.String)
 
     root = chosen.c.root_provider_id
-    if roots is None:
-        # Every allocation is summed per provider and class before the sums
-        # meet the providers: the join then takes one row per sum instead
-        # of one per allocation (tens of thousands), and the grouping has
-        # two keys; a quarter less of the database's time on PostgreSQL.
-        # Some trees' allocations are fewer, found through the providers.
-        used = (
-            sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
-                      sa.func.sum(_ALLOC.c.used).label("used"))
-            .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)
-            .subquery("used"))
-        usage = (
-            sa.select(root, text(root) + " u " + text(used.c.resource_provider_id)
-                      + " " + text(used.c.resource_class_id) + " "
-                      + text(sa.cast(used.c.used, sa.Integer)))
-            .select_from(used)
-            .join(chosen, chosen.c.id == used.c.resource_provider_id))
-    else:
-        usage = (
-            sa.select(root, text(root) + " u " + text(_ALLOC.c.resource_provider_id)
-                      + " " + text(_ALLOC.c.resource_class_id) + " "
-                      + text(sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer)))
-            .join(chosen, chosen.c.id == _ALLOC.c.resource_provider_id)
-            .group_by(root, _ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id))
     items = sa.union_all(
         sa.select(root.label("root"), (
             text(root) + " p " + text(chosen.c.id) + " " + text(chosen.c.generation)
             + " " + sa.func.coalesce(text(chosen.c.parent_provider_id), "") + " "
-            + chosen.c.uuid).label("item")),
+            + chosen.c.uuid + " " + text(chosen.c.removals)).label("item")),
         sa.select(root, text(root) + " a " + text(_RP_AGGS.c.resource_provider_id)
                   + " " + text(_RP_AGGS.c.aggregate_id))
         .join(chosen, chosen.c.id == _RP_AGGS.c.resource_provider_id),
-        usage,
     ).subquery("items")
     bucket = items.c.root - items.c.root % BUCKET
     return (
@@ -191,26 +178,25 @@ State = tuple[tuple[Any, ...], ...]
 def parse_states(count: int, text: str) -> dict[int, State]:
     """The state of each tree of a bucket's text, by root id: one tuple per
     provider, in id order: (id, generation, parent id, root id, uuid,
-    aggregate ids, usage), the last two sorted tuples of aggregate ids and
-    of (class id, used) pairs.  Raises RuntimeError unless the text has
-    ``count`` items (a database may cut long texts)."""
-    places: dict[int, list[tuple[int, int, int | None, str]]] = {}
+    aggregate ids, removals), aggregate ids a sorted tuple.  Raises
+    RuntimeError unless the text has ``count`` items (a database may cut
+    long texts)."""
+    places: dict[int, list[tuple[int, int, int | None, str, int]]] = {}
     aggregates: dict[int, list[int]] = {}
-    usage: dict[int, list[tuple[int, int]]] = {}
     items = text.split(";")
     try:
         for item in items:
             root, kind, provider, *rest = item.split(" ")
             if kind == "p":
-                generation, parent, uuid = rest
+                generation, parent, uuid, removals = rest
                 places.setdefault(int(root), []).append((
                     int(provider), int(generation), int(parent) if parent else None,
-                    uuid))
+                    uuid, int(removals)))
             elif kind == "a":
-                aggregates.setdefault(int(provider), []).append(int(rest[0]))
+                aggregate, = rest
+                aggregates.setdefault(int(provider), []).append(int(aggregate))
             else:
-                class_id, used = rest
-                usage.setdefault(int(provider), []).append((int(class_id), int(used)))
+                raise ValueError(kind)
     except (ValueError, IndexError):
         count = -1
     if len(items) != count:
@@ -219,8 +205,8 @@ def parse_states(count: int, text: str) -> dict[int, State]:
             "on MySQL/MariaDB raise max_allowed_packet" % len(text))
     return {root_id: tuple([
         (id_, generation, parent, root_id, uuid,
-         tuple(sorted(aggregates.get(id_, ()))), tuple(sorted(usage.get(id_, ()))))
-        for id_, generation, parent, uuid in sorted(providers)])
+         tuple(sorted(aggregates.get(id_, ()))), removals)
+        for id_, generation, parent, uuid, removals in sorted(providers)])
         for root_id, providers in places.items()}
 
 
@@ -256,6 +242,18 @@ def _entries(provider_ids: Any | None) -> sa.Select[Any]:
     entries = sa.union_all(inventories, traits).subquery("entries")
     # Summaries list resources in class id order.
     return sa.select(entries).order_by(entries.c.provider_id, entries.c.id)
+
+
+def _usage(provider_ids: Any) -> sa.Select[Any]:
+    """``(provider id, class id, used)`` per class allocated from these
+    providers: read through the allocations' (provider, class, used)
+    index, for the few providers whose usage may have changed."""
+    return (
+        sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
+                  sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer))
+        .where(_ALLOC.c.resource_provider_id.in_(provider_ids))
+        .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)
+    )
 
 
 def aggregate_uuids(conn: sa.engine.Connection, ids: Sequence[int]
