@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import itertools
 import math
+import operator
 from typing import Any, Iterable
 
 from placement.objects.capacity import (ROW_CLASS, ROW_PROVIDER_ID, ClassTotals,
@@ -196,24 +197,14 @@ def number(value: float | int) -> str:
 
 def exporter_lines(inventories: Iterable[InventoryRow]) -> tuple[bytes, ...]:
     """The lines of openstack-exporter's four gauges (allocation ratio,
-    reserved, total, usage) for these inventories, one text per gauge."""
-    ratios: list[str] = []
-    reserved: list[str] = []
-    totals: list[str] = []
-    usage: list[str] = []
-    name, hostname = None, ""
-    for (_pid, provider_name, _uuid, _root, _root_name, _parent, rc, total, held,
-         ratio, _min, _max, _step, used) in inventories:
-        if provider_name != name:
-            name, hostname = provider_name, escape(provider_name)
-        labels = '{hostname="%s",resourcetype="%s"} ' % (hostname, rc)
-        ratios.append("openstack_placement_resource_allocation_ratio%s%s\n"
-                      % (labels, number(ratio)))
-        reserved.append("openstack_placement_resource_reserved%s%d\n" % (labels, held))
-        totals.append("openstack_placement_resource_total%s%d\n" % (labels, total))
-        usage.append("openstack_placement_resource_usage%s%d\n" % (labels, used))
-    return ("".join(ratios).encode(), "".join(reserved).encode(),
-            "".join(totals).encode(), "".join(usage).encode())
+    reserved, total, usage) for these inventories (each provider's
+    together), one text per gauge."""
+    by_provider = itertools.groupby(inventories, operator.itemgetter(ROW_PROVIDER_ID))
+    per_provider = [provider_lines(rows[0][1], [row[6:] for row in rows])
+                    for rows in (list(group) for _pid, group in by_provider)]
+    # Four gauges, each the providers' lines joined (four empty texts for none).
+    gauges = zip(*per_provider, strict=True) if per_provider else ((),) * 4
+    return tuple("".join(gauge).encode() for gauge in gauges)
 
 
 def provider_lines(name: str, inventories: Iterable[tuple[str, int, int, float, int, int,
