@@ -32,6 +32,7 @@ import sqlalchemy as sa
 
 from placement import exceptions
 from placement.kept import Entry, Kept
+from placement.kept.store import Usage
 from placement.objects import resource_class as rc_obj
 from placement.objects.candidates import reuse, search
 from placement.objects.candidates.trees import Inventory, Provider, TraitSet, Tree
@@ -273,14 +274,14 @@ class Loader:
         return inventories
 
     def usages(self, providers: Iterable[tuple[int, int, int]]
-               ) -> dict[int, tuple[tuple[int, int], ...]]:
+               ) -> dict[int, Usage]:
         """The usage, sorted ``(class id, used)`` pairs, of each ``(id,
         generation, removals)`` read in the states: the worker's own where
         it was kept under that generation and count of removals, else read
         now (after the states, so at worst newer than the pair it is kept
         under: :mod:`placement.kept`, rule 4)."""
         cache = self.cache
-        found: dict[int, tuple[tuple[int, int], ...]] = {}
+        found: dict[int, Usage] = {}
         stale: dict[int, tuple[int, int]] = {}
         for provider_id, generation, removals in providers:
             usage = cache.usage_of(provider_id, (generation, removals))
