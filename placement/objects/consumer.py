@@ -129,17 +129,38 @@ def _lookup_all(conn: sa.engine.Connection, wanted: tuple[set[str], ...]
     return [identities.projects, identities.users, identities.types]
 
 
-def _insert_missing(conn: sa.engine.Connection, table: sa.Table,
-                    column: sa.Column[Any], names: list[str]) -> dict[str, int]:
-    """Insert the rows, skipping any a concurrent transaction inserted;
-    the ids of the rows inserted, where the database can return them."""
-    rows = [{column.name: name, "created_at": _utcnow()} for name in names]
-    statement = db_api.insert_unless_present(conn, table)
-    if not conn.dialect.insert_returning:
-        conn.execute(statement, rows)
-        return {}
-    result = conn.execute(statement.returning(column, table.c.id), rows)
-    return {name: id_ for name, id_ in result.all()}
+def _insert_missing(conn: sa.engine.Connection, missing: list[list[str]]
+                    ) -> list[dict[str, int]]:
+    """Insert the projects, users and consumer types named by ``missing``
+    (one list each, in :func:`_tables` order), skipping any a concurrent
+    transaction inserted; the ids of the rows inserted, where the database
+    can return them.  PostgreSQL inserts into every table in one statement
+    (:func:`_insert_together_statement`): a claim naming a new project and
+    a new user, as the first claim of each does, costs one round trip.
+    The others insert into each table in a statement of its own."""
+    now = _utcnow()
+    if conn.dialect.name == "postgresql":
+        statement = _insert_together_statement(tuple(bool(names) for names in missing))
+        params: dict[str, Any] = {"now": now}
+        for tag, names in zip(_IDENTITY_TAGS, missing, strict=True):
+            if names:
+                params["names_%d" % tag] = names
+        found: dict[int, dict[str, int]] = {tag: {} for tag in _IDENTITY_TAGS}
+        for tag, name, id_ in conn.execute(statement, params):
+            found[tag][name] = id_
+        return [found[tag] for tag in _IDENTITY_TAGS]
+    inserted: list[dict[str, int]] = []
+    for (table, column), names in zip(_tables(), missing, strict=True):
+        rows = [{column.name: name, "created_at": now} for name in names]
+        statement = db_api.insert_unless_present(conn, table)
+        ids: dict[str, int] = {}
+        if rows and conn.dialect.insert_returning:
+            result = conn.execute(statement.returning(column, table.c.id), rows)
+            ids = {name: id_ for name, id_ in result.all()}
+        elif rows:
+            conn.execute(statement, rows)
+        inserted.append(ids)
+    return inserted
 
 
 @functools.cache
@@ -168,22 +189,6 @@ def _insert_together_statement(which: tuple[bool, ...]) -> sa.CompoundSelect:
     return sa.union_all(*added)
 
 
-def _insert_missing_together(conn: sa.engine.Connection, missing: list[list[str]]
-                             ) -> list[dict[str, int]]:
-    """:func:`_insert_missing` for the projects, users and consumer types
-    named by ``missing`` (one list each, in :func:`_tables` order), in one
-    round trip (PostgreSQL)."""
-    statement = _insert_together_statement(tuple(bool(names) for names in missing))
-    params: dict[str, Any] = {"now": _utcnow()}
-    for tag, names in zip(_IDENTITY_TAGS, missing, strict=True):
-        if names:
-            params["names_%d" % tag] = names
-    found: dict[int, dict[str, int]] = {tag: {} for tag in _IDENTITY_TAGS}
-    for tag, name, id_ in conn.execute(statement, params):
-        found[tag][name] = id_
-    return [found[tag] for tag in _IDENTITY_TAGS]
-
-
 def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
                           users: set[str], types: set[str],
                           known: Identities | None = None) -> Identities:
@@ -202,14 +207,9 @@ def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
                  for names, ids in zip(wanted, (known.projects, known.users,
                                                 known.types), strict=True)]
     missing = [sorted(names - set(have)) for names, have in zip(wanted, found, strict=True)]
-    if conn.dialect.name == "postgresql" and sum(1 for names in missing if names) > 1:
-        # A claim of a new project and a new user: both in one round trip.
-        for have, added in zip(found, _insert_missing_together(conn, missing), strict=True):
+    if any(missing):
+        for have, added in zip(found, _insert_missing(conn, missing), strict=True):
             have.update(added)
-    else:
-        for (table, column), names, have in zip(_tables(), missing, found, strict=True):
-            if names:
-                have.update(_insert_missing(conn, table, column, names))
     for (table, column), names, have in zip(_tables(), missing, found, strict=True):
         raced = [name for name in names if name not in have]
         if not raced:
