@@ -54,14 +54,25 @@ def check_names(conn: sa.engine.Connection, traits: Sequence[str]
                 ) -> tuple[dict[str, int], dict[str, int]]:
     """``({class: id}, {trait: id})``: every resource class, and those of
     the ``traits`` that exist.  One query for both; all classes, because
-    the summaries name the classes of every inventory and usage row."""
-    query = sa.select(sa.literal("c").label("kind"), _RC.c.name, _RC.c.id).union_all(
-        sa.select(sa.literal("t").label("kind"), _TRAITS.c.name, _TRAITS.c.id)
-        .where(_TRAITS.c.name.in_(sorted(set(traits)) or [""])))
+    the summaries name the classes of every inventory and usage row.
+    Every search starts here: the statement is built once and its rows
+    are taken from the driver's cursor (see :func:`fetch`)."""
+    result = conn.execute(_names_statement(), {"trait_names": sorted(set(traits)) or [""]})
+    try:
+        rows = result.cursor.fetchall()
+    finally:
+        result.close()
     found: dict[str, dict[str, int]] = {"c": {}, "t": {}}
-    for kind, name, id_ in conn.execute(query):
+    for kind, name, id_ in rows:
         found[kind][name] = id_
     return found["c"], found["t"]
+
+
+@functools.cache
+def _names_statement() -> sa.CompoundSelect:
+    return sa.select(sa.literal("c").label("kind"), _RC.c.name, _RC.c.id).union_all(
+        sa.select(sa.literal("t").label("kind"), _TRAITS.c.name, _TRAITS.c.id)
+        .where(_TRAITS.c.name.in_(sa.bindparam("trait_names", expanding=True))))
 
 
 def _roots(by_class: bool) -> Any:
