@@ -47,6 +47,16 @@ def _validator(schema: Schema) -> jsonschema.protocols.Validator:
     return validator
 
 
+# Query strings that passed a schema, with the schema (kept, as in
+# _VALIDATORS, so that its id names it while the entry lives).  A
+# scheduler asks the same few queries again and again, and validating one
+# costs about as much as the rest of its parsing; refused queries are not
+# kept (their message is worked out each time).  Started again from empty
+# when full.
+_VALID_QUERIES: dict[tuple[int, tuple[tuple[str, str], ...]], Schema] = {}
+_VALID_QUERIES_BOUND = 1024
+
+
 def validate(data: Any, schema: Schema, prefix: str) -> None:
     """Raise 400 ``<prefix>: <error>`` unless data fits ``schema``.
 
@@ -179,6 +189,12 @@ class PlacementRequest(webob.Request):
         params = {key: value for key, value in self.GET.items()}
         if isinstance(schema, Versioned):
             schema = schema.at(self.version)
-        if schema is not None:
+        if schema is None:
+            return params
+        key = (id(schema), tuple(params.items()))
+        if _VALID_QUERIES.get(key) is not schema:
             validate(params, schema, "Invalid query string parameters")
+            if len(_VALID_QUERIES) >= _VALID_QUERIES_BOUND:
+                _VALID_QUERIES.clear()
+            _VALID_QUERIES[key] = schema
         return params
