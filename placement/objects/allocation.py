@@ -204,7 +204,7 @@ def _lookups(conn: sa.engine.Connection, provider_uuids: Sequence[str],
         return _Found({}, {}, {}, [], None)
     keeping = [claim for claim in claims if claim.resources]
     project, user = incomplete
-    rows = conn.execute(_lookup_statement(), {
+    rows = db_api.run_rendered(conn, _lookup_statement(), {
         "provider_uuids": sorted(set(provider_uuids)),
         "class_names": sorted(class_names),
         "consumer_uuids": sorted({claim.consumer_uuid for claim in claims}),

@@ -203,8 +203,8 @@ def capacities_in(conn: sa.engine.Connection, provider_ids: Iterable[int],
     parameters: dict[str, Any] = {"provider_ids": providers}
     if class_ids is not None:
         parameters["class_ids"] = sorted(set(class_ids))
-    rows = conn.execute(_capacities_statement(class_ids is not None),
-                        parameters).all()
+    rows = db_api.run_rendered(conn, _capacities_statement(class_ids is not None),
+                               parameters).all()
     return {
         (row.resource_provider_id, row.resource_class_id): Capacity(
             provider_id=row.resource_provider_id,

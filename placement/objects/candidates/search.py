@@ -31,6 +31,7 @@ from typing import Any, Iterator, Sequence
 
 import sqlalchemy as sa
 
+from placement.db import api as db_api
 from placement.db import tables
 from placement.objects import capacity
 from placement.objects.candidates.trees import SHARING_TRAIT
@@ -57,7 +58,8 @@ def check_names(conn: sa.engine.Connection, traits: Sequence[str]
     the summaries name the classes of every inventory and usage row.
     Every search starts here: the statement is built once and its rows
     are taken from the driver's cursor (see :func:`fetch`)."""
-    result = conn.execute(_names_statement(), {"trait_names": sorted(set(traits)) or [""]})
+    result = db_api.run_rendered(conn, _names_statement(),
+                                 {"trait_names": sorted(set(traits)) or [""]})
     try:
         rows = result.cursor.fetchall()
     finally:
@@ -314,7 +316,8 @@ def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
     """
     (name, ids), = params.items()
     if name not in ("class_ids", EVERYONE):
-        result = conn.execute(_statement(kind, name), {name: [int(i) for i in ids]})
+        result = db_api.run_rendered(conn, _statement(kind, name),
+                                     {name: [int(i) for i in ids]})
         try:
             return list(result.cursor.fetchall())
         finally:

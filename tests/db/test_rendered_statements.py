@@ -1,0 +1,87 @@
+"""``db.api.run_rendered`` gives the rows ``Connection.execute`` gives, for
+any number of values of each list parameter, on every backend; it leaves
+to SQLAlchemy the statements whose parameters need converting (SQLite's
+datetimes), and its
+errors are the ones oslo.db raises for any statement.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Iterator
+
+import pytest
+import sqlalchemy as sa
+from oslo_db import exception as db_exc
+
+from placement.db import api as db_api
+from placement.db import migration, tables
+from placement.db.api import Database
+from tests import backends
+from tests.functional.fixtures import make_conf
+
+_RP = tables.resource_providers
+_NOW = datetime.datetime(2026, 1, 2, 3, 4, 5)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql", "mysql"])
+def db(request: pytest.FixtureRequest) -> Iterator[Database]:
+    backends.require(request.param)
+    with backends.fresh_database(request.param) as url:
+        database = Database(make_conf(url))
+        migration.upgrade(database)
+        with database.writer() as conn:
+            conn.execute(_RP.insert(), [
+                {"uuid": "00000000-0000-0000-0000-00000000000%d" % i,
+                 "name": "rp%d" % i, "generation": i, "created_at": _NOW}
+                for i in range(1, 6)])
+        try:
+            yield database
+        finally:
+            database.dispose()
+
+
+# Rows by ids and names (two list parameters), with a constant the
+# statement holds and a plain parameter.
+_BY_IDS_AND_NAMES = (
+    sa.select(sa.literal(7, sa.Integer), _RP.c.id, _RP.c.name)
+    .where(_RP.c.id.in_(sa.bindparam("ids", expanding=True))
+           | _RP.c.name.in_(sa.bindparam("names", expanding=True)),
+           _RP.c.generation >= sa.bindparam("least"))
+    .order_by(_RP.c.id))
+
+
+def _rows(result: Any) -> list[tuple[Any, ...]]:
+    return [tuple(row) for row in result]
+
+
+@pytest.mark.parametrize("params", [
+    {"ids": [1, 2], "names": ["rp5"], "least": 0},
+    {"ids": [3], "names": ["rp1", "rp2", "nobody"], "least": 2},
+    {"ids": [], "names": [], "least": 0},
+    {"ids": [1, 2], "names": ["rp4"], "least": 2},  # same lengths, other values
+    {"least": 1, "names": ["rp3"], "ids": [4, 5]},  # another order
+])
+def test_rows_are_those_sqlalchemy_gives(db: Database, params: dict[str, Any]) -> None:
+    with db.reader() as conn:
+        expected = _rows(conn.execute(_BY_IDS_AND_NAMES, params))
+        assert _rows(db_api.run_rendered(conn, _BY_IDS_AND_NAMES, params)) == expected
+        # Again, from what was rendered the first time.
+        assert _rows(db_api.run_rendered(conn, _BY_IDS_AND_NAMES, params)) == expected
+
+
+def test_a_datetime_parameter_finds_its_rows(db: Database) -> None:
+    statement = (sa.select(_RP.c.id).where(_RP.c.created_at == sa.bindparam(
+        "stamp", type_=sa.DateTime)).order_by(_RP.c.id))
+    with db.reader() as conn:
+        rows = _rows(db_api.run_rendered(conn, statement, {"stamp": _NOW}))
+    assert rows == [(1,), (2,), (3,), (4,), (5,)]
+
+
+def test_errors_are_those_of_oslo_db(db: Database) -> None:
+    statement = _RP.insert().values(
+        uuid=sa.bindparam("uuid"), name=sa.bindparam("name"), generation=0)
+    with pytest.raises(db_exc.DBDuplicateEntry):
+        with db.writer() as conn:
+            db_api.run_rendered(conn, statement, {
+                "uuid": "00000000-0000-0000-0000-000000000001", "name": "again"})
