@@ -281,12 +281,16 @@ class _Rendered:
 
 
 # run_rendered's statements, by (id of the statement, dialect, the names
-# of the parameters and the lengths of the lists), with the statement (so that its id names
-# it while the entry lives); None for a statement that must go through
-# SQLAlchemy (a parameter needs converting).  Started again from empty
-# when full.
+# of the parameters and the lengths of the lists), with the statement (so
+# that its id names it while the entry lives); None for a statement that
+# must go through SQLAlchemy (a parameter needs converting).  Started
+# again from empty when full.  A text grows with its lists, so lists
+# longer than _RENDERED_LONGEST are left to SQLAlchemy: at most a few
+# megabytes are kept, and a statement of that many values costs far more
+# than its rendering.
 _RENDERED: dict[tuple[Any, ...], tuple[Any, _Rendered | None]] = {}
-_RENDERED_BOUND = 2048
+_RENDERED_BOUND = 512
+_RENDERED_LONGEST = 64
 
 
 def run_rendered(conn: sa.engine.Connection, statement: Any, params: Mapping[str, Any]
@@ -302,6 +306,8 @@ def run_rendered(conn: sa.engine.Connection, statement: Any, params: Mapping[str
     parameter SQLAlchemy must convert is left to it."""
     shape = tuple((name, len(value) if isinstance(value, list) else -1)
                   for name, value in params.items())
+    if any(length > _RENDERED_LONGEST for _name, length in shape):
+        return conn.execute(statement, params)
     key = (id(statement), conn.dialect.name, shape)
     entry = _RENDERED.get(key)
     if entry is None or entry[0] is not statement:
