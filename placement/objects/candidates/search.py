@@ -90,12 +90,11 @@ def _roots(by_class: bool) -> Any:
 EVERYONE = "everyone"
 
 
-@functools.cache
 def _statement(kind: str, by: str) -> Any:
-    """The statements of the search, built once: SQLAlchemy then finds their
-    compiled form in its cache instead of rebuilding and hashing them.
-    ``by`` names the parameter saying which providers: ``class_ids``,
-    ``root_ids`` or ``provider_ids``, or EVERYONE."""
+    """The statements of the search, compiled once per dialect into text
+    (:func:`_template`).  ``by`` names the parameter saying which
+    providers: ``class_ids``, ``root_ids`` or ``provider_ids``, or
+    EVERYONE."""
     if kind == "entries":
         if by == "provider_ids":
             return _entries(sa.bindparam(by, expanding=True))
@@ -284,8 +283,44 @@ def chunks(ids: Sequence[int]) -> Iterator[list[int]]:
         yield list(ids[start:start + _CHUNK])
 
 
-# Compiled SQL text by (dialect, statement, ids); bounded, see fetch.
+# Compiled SQL text: of the search statements by (dialect, kind, parameter)
+# (see _template), of candidate_roots' by (dialect, amounts); bounded.
 _SQL: dict[tuple[Any, ...], str] = {}
+
+# What a template has in place of its ids: no id is negative, and no
+# other number of the statements has this many digits.
+_IDS = -7193820564
+
+# Every (kind, parameter) fetch is called with, for prepare.
+_TEMPLATES = [("states", "class_ids"), ("states", "root_ids"), ("states", EVERYONE),
+              ("entries", "class_ids"), ("entries", "root_ids"),
+              ("entries", "provider_ids"), ("entries", EVERYONE),
+              ("usage", "provider_ids")]
+
+
+def prepare(dialect: sa.engine.Dialect) -> None:
+    """Compile the search statements for ``dialect`` now, at a worker's
+    start, rather than in its first search (they are compiled from the
+    code alone: nothing read from the database is in them)."""
+    for kind, by in _TEMPLATES:
+        _template(dialect, kind, by)
+
+
+def _template(dialect: sa.engine.Dialect, kind: str, by: str) -> str:
+    """A search statement as SQL text with ``_IDS`` where the ids of its
+    parameter ``by`` go (none for EVERYONE), compiled once per dialect."""
+    key = (dialect.name, kind, by)
+    sql = _SQL.get(key)
+    if sql is None:
+        statement = _statement(kind, by)
+        if by != EVERYONE:
+            statement = statement.params({by: [_IDS]})
+        sql = str(statement.compile(
+            dialect=dialect,
+            compile_kwargs={"literal_binds": True, "render_postcompile": True}))
+        assert (by == EVERYONE) == (str(_IDS) not in sql), (kind, by)
+        _remember(key, sql)
+    return sql
 
 
 def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
@@ -295,27 +330,16 @@ def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
     times cheaper than building result rows (errors still go through
     SQLAlchemy and oslo.db).
 
-    The only parameters are integer ids.  Class ids repeat (a scheduler
-    asks for the same few flavors), so those statements are compiled with
-    them as literals once and run as text; root and provider ids rarely
-    repeat, so they are bound as parameters of a statement SQLAlchemy
-    compiles once.
+    The only parameters are integer ids, written into the statement's
+    text (:func:`_template`): SQLAlchemy would otherwise make a bound
+    parameter of each of thousands of ids (and compile a statement a
+    worker has not run yet in the middle of its first search).
     """
     (name, ids), = params.items()
-    if name not in ("class_ids", EVERYONE):
-        result = conn.execute(_statement(kind, name), {name: [int(i) for i in ids]})
-        try:
-            return list(result.cursor.fetchall())
-        finally:
-            result.close()
-    key = (conn.dialect.name, kind, name, tuple(ids))
-    sql = _SQL.get(key)
-    if sql is None:
-        statement = _statement(kind, name)
-        if name != EVERYONE:
-            statement = statement.params({name: [int(i) for i in ids]})
-        sql = _literal(conn, statement)
-        _remember(key, sql)
+    sql = _template(conn.dialect, kind, name)
+    if name != EVERYONE:
+        # An empty list matches nothing, as SQLAlchemy writes it.
+        sql = sql.replace(str(_IDS), ", ".join([str(int(i)) for i in ids]) or "NULL")
     return _raw_rows(conn, sql)
 
 
