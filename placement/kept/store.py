@@ -7,6 +7,7 @@ why using it is safe, and the words used here.
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Hashable, NamedTuple
@@ -128,11 +129,14 @@ class Kept:
         self.counts["hit", "entry"] += 1
         return entry
 
-    def put(self, provider_id: int, entry: Entry) -> None:
-        self.counts["rebuild", "entry"] += 1
-        if len(self.entries) >= MAX_ENTRIES:
+    def put_entries(self, entries: dict[int, Entry]) -> None:
+        """Keep these entries, by provider id."""
+        self.counts["rebuild", "entry"] += len(entries)
+        if len(self.entries) + len(entries) > MAX_ENTRIES:
             self.entries, self._shared = {}, {}
-        self.entries[provider_id] = entry
+            if len(entries) > MAX_ENTRIES:
+                entries = dict(itertools.islice(entries.items(), MAX_ENTRIES))
+        self.entries.update(entries)
 
     def usage_of(self, provider_id: int, tag: tuple[int, int]) -> Usage | None:
         """A provider's usage as kept under ``tag``, its (generation,
@@ -345,7 +349,7 @@ class _Nothing(Kept):
     dict handed out to fill is a new one.  A search through it reads and
     works out everything afresh, as a worker's first search does."""
 
-    def put(self, provider_id: int, entry: Entry) -> None:
+    def put_entries(self, entries: dict[int, Entry]) -> None:
         pass
 
     def usage_of(self, provider_id: int, tag: tuple[int, int]) -> Usage | None:
