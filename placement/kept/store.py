@@ -147,12 +147,14 @@ class Kept:
             return None
         return kept[1]
 
-    def put_usage(self, provider_id: int, tag: tuple[int, int], usage: Usage) -> None:
-        """Keep a provider's ``usage``, read after its ``tag`` (package
-        docstring, rule 4)."""
-        if len(self._usage) >= MAX_ENTRIES:
+    def put_usages(self, usages: dict[int, tuple[tuple[int, int], Usage]]) -> None:
+        """Keep providers' usage, by provider id, each with the ``tag`` it
+        was read after (package docstring, rule 4), as ``(tag, usage)``."""
+        if len(self._usage) + len(usages) > MAX_ENTRIES:
             self._usage = {}
-        self._usage[provider_id] = (tag, usage)
+            if len(usages) > MAX_ENTRIES:
+                usages = dict(itertools.islice(usages.items(), MAX_ENTRIES))
+        self._usage.update(usages)
 
     def put_tree(self, tree: Tree) -> None:
         """Keep ``tree`` in place of the tree of the same root."""
@@ -355,7 +357,7 @@ class _Nothing(Kept):
     def usage_of(self, provider_id: int, tag: tuple[int, int]) -> Usage | None:
         return None
 
-    def put_usage(self, provider_id: int, tag: tuple[int, int], usage: Usage) -> None:
+    def put_usages(self, usages: dict[int, tuple[tuple[int, int], Usage]]) -> None:
         pass
 
     def put_tree(self, tree: Tree) -> None:

@@ -294,15 +294,16 @@ class Loader:
                 stale[provider_id] = (generation, removals)
             else:
                 found[provider_id] = usage
+        read: dict[int, list[tuple[int, int]]] = {}
         for chunk in search.chunks(sorted(stale)):
-            read: dict[int, list[tuple[int, int]]] = {p: [] for p in chunk}
             for provider_id, class_id, used in search.fetch(
                     self.conn, "usage", {"provider_ids": chunk}):
-                read[provider_id].append((class_id, used))
-            for provider_id in chunk:
-                usage = tuple(sorted(read[provider_id]))
-                cache.put_usage(provider_id, stale[provider_id], usage)
-                found[provider_id] = usage
+                read.setdefault(provider_id, []).append((class_id, used))
+        usages = {provider_id: tuple(sorted(read[provider_id])) if provider_id in read
+                  else () for provider_id in stale}
+        cache.put_usages({provider_id: (stale[provider_id], usage)
+                          for provider_id, usage in usages.items()})
+        found.update(usages)
         return found
 
     def entries(self, providers: Iterable[tuple[int, int, str]],

@@ -94,7 +94,7 @@ def _statement(kind: str, by: str) -> Any:
     """The statements of the search, compiled once per dialect into text
     (:func:`_template`).  ``by`` names the parameter saying which
     providers: ``class_ids``, ``root_ids`` or ``provider_ids``, or
-    EVERYONE."""
+    EVERYONE; or, for the uuids of aggregates, ``aggregate_ids``."""
     if kind == "entries":
         if by == "provider_ids":
             return _entries(sa.bindparam(by, expanding=True))
@@ -105,6 +105,9 @@ def _statement(kind: str, by: str) -> Any:
             _RP.c.root_provider_id.in_(_roots(False))))
     if kind == "usage":
         return _usage(sa.bindparam(by, expanding=True))
+    if kind == "aggregates":
+        return sa.select(_AGGS.c.id, _AGGS.c.uuid).where(
+            _AGGS.c.id.in_(sa.bindparam(by, expanding=True)))
     assert kind == "states", kind
     return _states(None if by == EVERYONE else _roots(by == "class_ids"))
 
@@ -261,8 +264,7 @@ def aggregate_uuids(conn: sa.engine.Connection, ids: Sequence[int]
     """``(id, uuid)`` of these aggregates."""
     found: list[tuple[int, str]] = []
     for chunk in chunks(sorted(ids)):
-        found += conn.execute(sa.select(_AGGS.c.id, _AGGS.c.uuid).where(
-            _AGGS.c.id.in_(chunk))).all()
+        found += fetch(conn, "aggregates", {"aggregate_ids": chunk})
     return found
 
 
@@ -296,7 +298,7 @@ _IDS = -7193820564
 _TEMPLATES = [("states", "class_ids"), ("states", "root_ids"), ("states", EVERYONE),
               ("entries", "root_ids"),
               ("entries", "provider_ids"), ("entries", EVERYONE),
-              ("usage", "provider_ids")]
+              ("usage", "provider_ids"), ("aggregates", "aggregate_ids")]
 
 
 def prepare(dialect: sa.engine.Dialect) -> None:
