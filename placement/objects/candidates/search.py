@@ -55,13 +55,19 @@ def check_names(conn: sa.engine.Connection, traits: Sequence[str]
     """``({class: id}, {trait: id})``: every resource class, and those of
     the ``traits`` that exist.  One query for both; all classes, because
     the summaries name the classes of every inventory and usage row."""
-    query = sa.select(sa.literal("c").label("kind"), _RC.c.name, _RC.c.id).union_all(
-        sa.select(sa.literal("t").label("kind"), _TRAITS.c.name, _TRAITS.c.id)
-        .where(_TRAITS.c.name.in_(sorted(set(traits)) or [""])))
     found: dict[str, dict[str, int]] = {"c": {}, "t": {}}
-    for kind, name, id_ in conn.execute(query):
+    for kind, name, id_ in conn.execute(_names(), {"traits": sorted(set(traits)) or [""]}):
         found[kind][name] = id_
     return found["c"], found["t"]
+
+
+@functools.cache
+def _names() -> sa.CompoundSelect:
+    """check_names' statement, built once: SQLAlchemy then finds its
+    compiled form in its cache instead of rebuilding and hashing it."""
+    return sa.select(sa.literal("c").label("kind"), _RC.c.name, _RC.c.id).union_all(
+        sa.select(sa.literal("t").label("kind"), _TRAITS.c.name, _TRAITS.c.id)
+        .where(_TRAITS.c.name.in_(sa.bindparam("traits", expanding=True))))
 
 
 def _roots(by_class: bool) -> Any:
