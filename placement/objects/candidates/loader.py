@@ -42,9 +42,10 @@ _NO_AGGREGATES: frozenset[str] = frozenset()
 
 # Trees read by the first batch; each further batch is twice as large.
 FIRST_BATCH = 16
-# From how many providers, none of them held, entries are read by the
-# parameters their states were read by (Loader.entries).
-READ_ALL_BY_FILTER = 256
+# From how many providers, none of them held, entries are read by whole
+# trees (by their roots, or every provider's) rather than by provider id
+# (Loader.entries).
+READ_BY_TREES = 256
 
 
 class QueryTrees:
@@ -327,7 +328,7 @@ class Loader:
                 stale[provider_id] = (generation, uuid)
             else:
                 found[provider_id] = entry
-        if whole is not None and not found and len(stale) >= READ_ALL_BY_FILTER:
+        if whole is not None and not found and len(stale) >= READ_BY_TREES:
             reads = whole
         else:
             reads = [{"provider_ids": chunk} for chunk in search.chunks(sorted(stale))]
