@@ -190,33 +190,41 @@ def parse_states(count: int, text: str) -> dict[int, State]:
     aggregate ids, removals), aggregate ids a sorted tuple.  Raises
     RuntimeError unless the text has ``count`` items (a database may cut
     long texts)."""
-    places: dict[int, list[tuple[int, int, int | None, str, int]]] = {}
-    aggregates: dict[int, list[int]] = {}
+    # Split first, converted per tree: roots and provider ids stay text
+    # until then (an aggregate's provider id is written as its provider's).
+    places: dict[str, list[list[str]]] = {}
+    aggregates: dict[str, list[int]] = {}
     items = text.split(";")
+    states: dict[int, State] = {}
     try:
         for item in items:
-            root, kind, provider, *rest = item.split(" ")
+            parts = item.split(" ")
+            kind = parts[1]
             if kind == "p":
-                generation, parent, uuid, removals = rest
-                places.setdefault(int(root), []).append((
-                    int(provider), int(generation), int(parent) if parent else None,
-                    uuid, int(removals)))
+                if len(parts) != 7:
+                    raise ValueError(item)
+                places.setdefault(parts[0], []).append(parts)
             elif kind == "a":
-                aggregate, = rest
-                aggregates.setdefault(int(provider), []).append(int(aggregate))
+                _root, _kind, provider, aggregate = parts
+                aggregates.setdefault(provider, []).append(int(aggregate))
             else:
                 raise ValueError(kind)
+        for root, members in places.items():
+            root_id = int(root)
+            providers = [
+                (int(p[2]), int(p[3]), int(p[4]) if p[4] else None, root_id, p[5],
+                 tuple(sorted(aggregates[p[2]])) if p[2] in aggregates else (), int(p[6]))
+                for p in members]
+            # Ids are distinct: the first field orders them.
+            providers.sort()
+            states[root_id] = tuple(providers)
     except (ValueError, IndexError):
         count = -1
     if len(items) != count:
         raise RuntimeError(
             "the state of some providers was read cut short (%d characters); "
             "on MySQL/MariaDB raise max_allowed_packet" % len(text))
-    return {root_id: tuple([
-        (id_, generation, parent, root_id, uuid,
-         tuple(sorted(aggregates.get(id_, ()))), removals)
-        for id_, generation, parent, uuid, removals in sorted(providers)])
-        for root_id, providers in places.items()}
+    return states
 
 
 # The fields of an ``entries`` row after the provider id (see _entries).
