@@ -139,6 +139,13 @@ class Database:
         worker's start, and nothing is shared with processes forked later."""
         sa.engine.make_url(self.url).get_dialect().import_dbapi()
 
+    def compiling_dialect(self) -> sa.engine.Dialect:
+        """The dialect statements are compiled for, without connecting:
+        the engine's once it is made, else a new one of the same kind."""
+        if self._engine is not None:
+            return self._engine.dialect
+        return sa.engine.make_url(self.url).get_dialect()()
+
     @property
     def engine(self) -> sa.engine.Engine:
         """The engine, created on first use (and again after a failed try:

@@ -7,6 +7,7 @@ why using it is safe, and the words used here.
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Hashable, NamedTuple
@@ -128,11 +129,14 @@ class Kept:
         self.counts["hit", "entry"] += 1
         return entry
 
-    def put(self, provider_id: int, entry: Entry) -> None:
-        self.counts["rebuild", "entry"] += 1
-        if len(self.entries) >= MAX_ENTRIES:
+    def put_entries(self, entries: dict[int, Entry]) -> None:
+        """Keep these entries, by provider id."""
+        self.counts["rebuild", "entry"] += len(entries)
+        if len(self.entries) + len(entries) > MAX_ENTRIES:
             self.entries, self._shared = {}, {}
-        self.entries[provider_id] = entry
+            if len(entries) > MAX_ENTRIES:
+                entries = dict(itertools.islice(entries.items(), MAX_ENTRIES))
+        self.entries.update(entries)
 
     def usage_of(self, provider_id: int, tag: tuple[int, int]) -> Usage | None:
         """A provider's usage as kept under ``tag``, its (generation,
@@ -143,12 +147,14 @@ class Kept:
             return None
         return kept[1]
 
-    def put_usage(self, provider_id: int, tag: tuple[int, int], usage: Usage) -> None:
-        """Keep a provider's ``usage``, read after its ``tag`` (package
-        docstring, rule 4)."""
-        if len(self._usage) >= MAX_ENTRIES:
+    def put_usages(self, usages: dict[int, tuple[tuple[int, int], Usage]]) -> None:
+        """Keep providers' usage, by provider id, each with the ``tag`` it
+        was read after (package docstring, rule 4), as ``(tag, usage)``."""
+        if len(self._usage) + len(usages) > MAX_ENTRIES:
             self._usage = {}
-        self._usage[provider_id] = (tag, usage)
+            if len(usages) > MAX_ENTRIES:
+                usages = dict(itertools.islice(usages.items(), MAX_ENTRIES))
+        self._usage.update(usages)
 
     def put_tree(self, tree: Tree) -> None:
         """Keep ``tree`` in place of the tree of the same root."""
@@ -345,13 +351,13 @@ class _Nothing(Kept):
     dict handed out to fill is a new one.  A search through it reads and
     works out everything afresh, as a worker's first search does."""
 
-    def put(self, provider_id: int, entry: Entry) -> None:
+    def put_entries(self, entries: dict[int, Entry]) -> None:
         pass
 
     def usage_of(self, provider_id: int, tag: tuple[int, int]) -> Usage | None:
         return None
 
-    def put_usage(self, provider_id: int, tag: tuple[int, int], usage: Usage) -> None:
+    def put_usages(self, usages: dict[int, tuple[tuple[int, int], Usage]]) -> None:
         pass
 
     def put_tree(self, tree: Tree) -> None:

@@ -249,3 +249,28 @@ def test_trees_of_every_bucket_are_built_together(
         trees = _loader(conn, classes).relevant_trees([classes["VCPU"]])
     assert len(trees) == 3
     assert builds == [3]
+
+
+def test_statements_prepared_at_start_are_those_of_the_connected_engine(
+        served: tuple[Any, Database]) -> None:
+    # A worker compiles the search's SQL before it connects, for the
+    # dialect named by its URL; the engine's dialect, set up by connecting,
+    # must write the same text.
+    _application, db = served
+    with db.reader() as conn:
+        connected = conn.dialect
+    fresh = sa.engine.make_url(db.url).get_dialect()()
+    for kind, by in search._TEMPLATES:
+        search._SQL.clear()
+        prepared = search._template(fresh, kind, by)
+        search._SQL.clear()
+        assert search._template(connected, kind, by) == prepared
+
+
+def test_an_empty_list_of_ids_matches_nothing(served: tuple[Any, Database]) -> None:
+    application, db = served
+    _provider(application, HOST1, {"VCPU": 8})
+    with db.reader() as conn:
+        assert search.fetch(conn, "usage", {"provider_ids": []}) == []
+        assert search.fetch(conn, "entries", {"provider_ids": []}) == []
+        assert search.fetch(conn, "states", {"root_ids": []}) == []

@@ -12,7 +12,7 @@ VCPU = {"VCPU": Inventory(8, 0, 1, 8, 1, 1.0, 0)}
 
 def test_an_entry_holds_only_for_its_generation_and_uuid() -> None:
     cache = provider_cache.Kept()
-    cache.put(7, cache.entry(3, "uuid-a", dict(VCPU), TraitSet.by_id(())))
+    cache.put_entries({7: cache.entry(3, "uuid-a", dict(VCPU), TraitSet.by_id(()))})
     assert cache.get(7, 3, "uuid-a") is not None
     assert cache.get(7, 4, "uuid-a") is None      # written since
     assert cache.get(7, 3, "uuid-b") is None      # another provider, same id
@@ -31,7 +31,7 @@ def test_like_entries_share_their_objects() -> None:
 def test_a_renamed_class_drops_every_entry() -> None:
     cache = provider_cache.Kept()
     cache.check_class_names({1: "VCPU", 9: "CUSTOM_OLD"})
-    cache.put(7, cache.entry(0, "uuid-a", dict(VCPU), TraitSet.by_id(())))
+    cache.put_entries({7: cache.entry(0, "uuid-a", dict(VCPU), TraitSet.by_id(()))})
     cache.check_class_names({1: "VCPU", 9: "CUSTOM_OLD", 10: "CUSTOM_NEW_CLASS"})
     assert cache.get(7, 0, "uuid-a") is not None  # a new class changes nothing
     cache.check_class_names({1: "VCPU", 9: "CUSTOM_RENAMED"})
@@ -51,11 +51,20 @@ def test_a_full_cache_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provider_cache, "MAX_ENTRIES", 2)
     cache = provider_cache.Kept()
     for provider_id in (1, 2, 3):
-        cache.put(provider_id, cache.entry(0, "uuid-%d" % provider_id,
-                                           dict(VCPU), TraitSet.by_id(())))
+        cache.put_entries({provider_id: cache.entry(0, "uuid-%d" % provider_id,
+                                                    dict(VCPU), TraitSet.by_id(()))})
     assert [cache.get(p, 0, "uuid-%d" % p) is not None for p in (1, 2, 3)] == [
         False, False, True]
 
+
+
+def test_more_entries_at_once_than_may_be_kept_keep_no_more(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provider_cache, "MAX_ENTRIES", 2)
+    cache = provider_cache.Kept()
+    cache.put_entries({p: cache.entry(0, "uuid-%d" % p, dict(VCPU), TraitSet.by_id(()))
+                       for p in (1, 2, 3)})
+    assert len(cache.entries) == 2
 
 def tree(root: int, *children: int) -> Tree:
     return Tree([Provider(root, "uuid-%d" % root, None, root)] + [

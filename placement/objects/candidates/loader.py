@@ -42,9 +42,10 @@ _NO_AGGREGATES: frozenset[str] = frozenset()
 
 # Trees read by the first batch; each further batch is twice as large.
 FIRST_BATCH = 16
-# From how many providers, none of them held, entries are read by the
-# parameters their states were read by (Loader.entries).
-READ_ALL_BY_FILTER = 256
+# From how many providers, none of them held, entries are read by whole
+# trees (by their roots, or every provider's) rather than by provider id
+# (Loader.entries).
+READ_BY_TREES = 256
 
 
 class QueryTrees:
@@ -232,10 +233,15 @@ class Loader:
     def _build(self, states: list[search.State],
                read_by: dict[str, list[int]] | None = None) -> list[Tree]:
         """Trees made from their states (see :func:`.search.parse_states`),
-        read by the parameters ``read_by`` (see :meth:`entries`)."""
+        read by the parameters ``read_by`` (see :func:`.search.fetch`)."""
         rows = [row for state in states for row in state]
+        whole = None if read_by is None else [read_by]
+        if read_by is not None and search.EVERYONE not in read_by:
+            # By their roots: the database need not find the trees again.
+            whole = [{"root_ids": chunk} for chunk in search.chunks(
+                sorted([state[0][search.ROOT] for state in states]))]
         entries = self.entries([(row[search.ID], row[search.GENERATION], row[search.UUID])
-                                for row in rows], read_by)
+                                for row in rows], whole)
         usages = self.usages([(row[search.ID], row[search.GENERATION],
                                row[search.REMOVALS]) for row in rows])
         aggregate_sets = self._aggregate_sets(rows)
@@ -289,29 +295,29 @@ class Loader:
                 stale[provider_id] = (generation, removals)
             else:
                 found[provider_id] = usage
+        read: dict[int, list[tuple[int, int]]] = {}
         for chunk in search.chunks(sorted(stale)):
-            read: dict[int, list[tuple[int, int]]] = {p: [] for p in chunk}
             for provider_id, class_id, used in search.fetch(
                     self.conn, "usage", {"provider_ids": chunk}):
-                read[provider_id].append((class_id, used))
-            for provider_id in chunk:
-                usage = tuple(sorted(read[provider_id]))
-                cache.put_usage(provider_id, stale[provider_id], usage)
-                found[provider_id] = usage
+                read.setdefault(provider_id, []).append((class_id, used))
+        usages = {provider_id: tuple(sorted(read[provider_id])) if provider_id in read
+                  else () for provider_id in stale}
+        cache.put_usages({provider_id: (stale[provider_id], usage)
+                          for provider_id, usage in usages.items()})
+        found.update(usages)
         return found
 
     def entries(self, providers: Iterable[tuple[int, int, str]],
-                read_by: dict[str, list[int]] | None = None) -> dict[int, Entry]:
+                whole: list[dict[str, list[int]]] | None = None) -> dict[int, Entry]:
         """The entry (inventories and traits) of each ``(id, generation,
         uuid)``: the worker's own, read afresh where it is missing or older
         than that generation.
 
-        ``read_by`` are the parameters the states of these providers were
-        read by (see :func:`.search.fetch`).  When the worker holds none
-        of many providers (its first search), their entries are read by
-        the same parameters rather than by listing every provider id: the
-        statement stays small and its text, for class ids, is compiled
-        once.
+        ``whole`` are parameters (see :func:`.search.fetch`) reading the
+        whole trees of these providers.  When the worker holds none of
+        many providers (its first search), their entries are read by them
+        rather than by listing every provider id: the statements stay
+        small.
         """
         cache = self.cache
         found: dict[int, Entry] = {}
@@ -322,38 +328,53 @@ class Loader:
                 stale[provider_id] = (generation, uuid)
             else:
                 found[provider_id] = entry
-        if read_by is not None and not found and len(stale) >= READ_ALL_BY_FILTER:
-            reads = [read_by]
+        if whole is not None and not found and len(stale) >= READ_BY_TREES:
+            reads = whole
         else:
             reads = [{"provider_ids": chunk} for chunk in search.chunks(sorted(stale))]
-        make_tuple = tuple.__new__
-        class_name = self.class_name
-        inventory = search.ENTRY_INVENTORY
+        # Each provider's rows, but for its id.  Providers created since
+        # their states were read may turn up in a read of whole trees:
+        # they are not asked for, and skipped.
+        rows_of: dict[int, list[tuple[Any, ...]]] = {p: [] for p in stale}
         for params in reads:
-            # Providers created since their states were read may turn up
-            # in a read by filter: they are not asked for, and skipped.
-            inventories: dict[int, dict[str, Inventory]] = {p: {} for p in stale}
-            traits: dict[int, list[tuple[int, str]]] = {}
             for row in search.fetch(self.conn, "entries", params):
-                trait = row[search.ENTRY_TRAIT]
-                if trait is None:
-                    mine = inventories.get(row[0])
-                    if mine is not None:
-                        # tuple.__new__ directly: Inventory._make is a
-                        # Python-level call, and this loop runs once per row.
-                        mine[class_name(row[1])] = make_tuple(
-                            Inventory, (*row[inventory], 0))
-                else:
-                    traits.setdefault(row[0], []).append((row[1], trait))
-            keep = cache.names_classes_as(self.class_names)
-            for provider_id in params.get("provider_ids", stale):
-                generation, uuid = stale[provider_id]
-                entry = cache.entry(generation, uuid, inventories[provider_id],
-                                    TraitSet.by_id(traits.get(provider_id, ())))
-                if keep:
-                    cache.put(provider_id, entry)
-                found[provider_id] = entry
+                mine = rows_of.get(row[0])
+                if mine is not None:
+                    mine.append(row[1:])
+        # Like providers (a fleet of identical hosts) read equal rows: the
+        # inventories and traits are made once for all of them.
+        make_tuple = tuple.__new__
+        made: dict[tuple[Any, ...], Entry] = {}
+        read: dict[int, Entry] = {}
+        for provider_id, (generation, uuid) in stale.items():
+            rows = tuple(rows_of[provider_id])
+            like = made.get(rows)
+            if like is None:
+                read[provider_id] = made[rows] = self._entry(generation, uuid, rows)
+            else:
+                # tuple.__new__ directly: Entry's own is a Python-level
+                # call, and this loop runs once per provider.
+                read[provider_id] = make_tuple(Entry, (
+                    generation, uuid, like.inventories, like.traits, like.inventory_key))
+        if cache.names_classes_as(self.class_names):
+            cache.put_entries(read)
+        found.update(read)
         return found
+
+    def _entry(self, generation: int, uuid: str, rows: Iterable[tuple[Any, ...]]
+               ) -> Entry:
+        """The entry of a provider read at ``generation`` with these
+        ``entries`` rows (without the provider id, see
+        :func:`.search._entries`), in any order: summaries list inventories
+        by class id and traits by trait id."""
+        inventory_rows = sorted([row for row in rows if row[search.ENTRY_TRAIT] is None])
+        inventories = {
+            self.class_name(row[search.ENTRY_ID]): Inventory._make(
+                (*row[search.ENTRY_INVENTORY], 0))
+            for row in inventory_rows}
+        traits = [(row[search.ENTRY_ID], row[search.ENTRY_TRAIT])
+                  for row in rows if row[search.ENTRY_TRAIT] is not None]
+        return self.cache.entry(generation, uuid, inventories, TraitSet.by_id(traits))
 
     def _aggregate_sets(self, rows: list[tuple[Any, ...]]
                         ) -> dict[tuple[int, ...], frozenset[str]]:

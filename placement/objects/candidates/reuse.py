@@ -146,6 +146,8 @@ class _Builder:
         """The trees ``tree``'s candidates depend on: itself, then those of
         the sharing providers serving it (in an aggregate with one of its
         providers, as :class:`.trees.Forest` finds them), by root id."""
+        if not self._sharing:
+            return (tree,)
         found = self._sources.get(tree.root_id)
         if found is None:
             serving = {other.root_id: other for other, provider in self._sharing

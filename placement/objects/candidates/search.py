@@ -103,21 +103,24 @@ def _roots(by_class: bool) -> Any:
 EVERYONE = "everyone"
 
 
-@functools.cache
 def _statement(kind: str, by: str) -> Any:
-    """The statements of the search, built once: SQLAlchemy then finds their
-    compiled form in its cache instead of rebuilding and hashing them.
-    ``by`` names the parameter saying which providers: ``class_ids``,
-    ``root_ids`` or ``provider_ids``, or EVERYONE."""
+    """The statements of the search, compiled once per dialect into text
+    (:func:`_template`).  ``by`` names the parameter saying which
+    providers: ``class_ids``, ``root_ids`` or ``provider_ids``, or
+    EVERYONE; or, for the uuids of aggregates, ``aggregate_ids``."""
     if kind == "entries":
         if by == "provider_ids":
             return _entries(sa.bindparam(by, expanding=True))
         if by == EVERYONE:
             return _entries(None)
+        assert by == "root_ids", by
         return _entries(sa.select(_RP.c.id).where(
-            _RP.c.root_provider_id.in_(_roots(by == "class_ids"))))
+            _RP.c.root_provider_id.in_(_roots(False))))
     if kind == "usage":
         return _usage(sa.bindparam(by, expanding=True))
+    if kind == "aggregates":
+        return sa.select(_AGGS.c.id, _AGGS.c.uuid).where(
+            _AGGS.c.id.in_(sa.bindparam(by, expanding=True)))
     assert kind == "states", kind
     return _states(None if by == EVERYONE else _roots(by == "class_ids"))
 
@@ -194,40 +197,48 @@ def parse_states(count: int, text: str) -> dict[int, State]:
     aggregate ids, removals), aggregate ids a sorted tuple.  Raises
     RuntimeError unless the text has ``count`` items (a database may cut
     long texts)."""
-    places: dict[int, list[tuple[int, int, int | None, str, int]]] = {}
-    aggregates: dict[int, list[int]] = {}
+    # Split first, converted per tree: roots and provider ids stay text
+    # until then (an aggregate's provider id is written as its provider's).
+    places: dict[str, list[list[str]]] = {}
+    aggregates: dict[str, list[int]] = {}
     items = text.split(";")
+    states: dict[int, State] = {}
     try:
         for item in items:
-            root, kind, provider, *rest = item.split(" ")
+            parts = item.split(" ")
+            kind = parts[1]
             if kind == "p":
-                generation, parent, uuid, removals = rest
-                places.setdefault(int(root), []).append((
-                    int(provider), int(generation), int(parent) if parent else None,
-                    uuid, int(removals)))
+                if len(parts) != 7:
+                    raise ValueError(item)
+                places.setdefault(parts[0], []).append(parts)
             elif kind == "a":
-                aggregate, = rest
-                aggregates.setdefault(int(provider), []).append(int(aggregate))
+                _root, _kind, provider, aggregate = parts
+                aggregates.setdefault(provider, []).append(int(aggregate))
             else:
                 raise ValueError(kind)
+        for root, members in places.items():
+            root_id = int(root)
+            providers = [
+                (int(p[2]), int(p[3]), int(p[4]) if p[4] else None, root_id, p[5],
+                 tuple(sorted(aggregates[p[2]])) if p[2] in aggregates else (), int(p[6]))
+                for p in members]
+            # Ids are distinct: the first field orders them.
+            providers.sort()
+            states[root_id] = tuple(providers)
     except (ValueError, IndexError):
         count = -1
     if len(items) != count:
         raise RuntimeError(
             "the state of some providers was read cut short (%d characters); "
             "on MySQL/MariaDB raise max_allowed_packet" % len(text))
-    return {root_id: tuple([
-        (id_, generation, parent, root_id, uuid,
-         tuple(sorted(aggregates.get(id_, ()))), removals)
-        for id_, generation, parent, uuid, removals in sorted(providers)])
-        for root_id, providers in places.items()}
+    return states
 
 
-# The fields of an ``entries`` row (see _entries).
-ENTRY_INVENTORY, ENTRY_TRAIT = slice(2, 8), 8
+# The fields of an ``entries`` row after the provider id (see _entries).
+ENTRY_ID, ENTRY_INVENTORY, ENTRY_TRAIT = 0, slice(1, 7), 7
 
 
-def _entries(provider_ids: Any | None) -> sa.Select[Any]:
+def _entries(provider_ids: Any | None) -> sa.CompoundSelect:
     """What the worker keeps per provider generation (``placement.kept``
     entries): each inventory, and each trait, of ``provider_ids`` (a list
     parameter or a subquery; None for every provider), in one
@@ -252,9 +263,9 @@ def _entries(provider_ids: Any | None) -> sa.Select[Any]:
     if provider_ids is not None:
         inventories = inventories.where(_INV.c.resource_provider_id.in_(provider_ids))
         traits = traits.where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids))
-    entries = sa.union_all(inventories, traits).subquery("entries")
-    # Summaries list resources in class id order.
-    return sa.select(entries).order_by(entries.c.provider_id, entries.c.id)
+    # In no order: the worker orders a provider's inventories itself,
+    # more cheaply than the database sorts thousands of wide rows.
+    return sa.union_all(inventories, traits)
 
 
 def _usage(provider_ids: Any) -> sa.Select[Any]:
@@ -274,8 +285,7 @@ def aggregate_uuids(conn: sa.engine.Connection, ids: Sequence[int]
     """``(id, uuid)`` of these aggregates."""
     found: list[tuple[int, str]] = []
     for chunk in chunks(sorted(ids)):
-        found += conn.execute(sa.select(_AGGS.c.id, _AGGS.c.uuid).where(
-            _AGGS.c.id.in_(chunk))).all()
+        found += fetch(conn, "aggregates", {"aggregate_ids": chunk})
     return found
 
 
@@ -297,8 +307,44 @@ def chunks(ids: Sequence[int]) -> Iterator[list[int]]:
         yield list(ids[start:start + _CHUNK])
 
 
-# Compiled SQL text by (dialect, statement, ids); bounded, see fetch.
+# Compiled SQL text: of the search statements by (dialect, kind, parameter)
+# (see _template), of candidate_roots' by (dialect, amounts); bounded.
 _SQL: dict[tuple[Any, ...], str] = {}
+
+# What a template has in place of its ids: no id is negative, and no
+# other number of the statements has this many digits.
+_IDS = -7193820564
+
+# Every (kind, parameter) fetch is called with, for prepare.
+_TEMPLATES = [("states", "class_ids"), ("states", "root_ids"), ("states", EVERYONE),
+              ("entries", "root_ids"),
+              ("entries", "provider_ids"), ("entries", EVERYONE),
+              ("usage", "provider_ids"), ("aggregates", "aggregate_ids")]
+
+
+def prepare(dialect: sa.engine.Dialect) -> None:
+    """Compile the search statements for ``dialect`` now, at a worker's
+    start, rather than in its first search (they are compiled from the
+    code alone: nothing read from the database is in them)."""
+    for kind, by in _TEMPLATES:
+        _template(dialect, kind, by)
+
+
+def _template(dialect: sa.engine.Dialect, kind: str, by: str) -> str:
+    """A search statement as SQL text with ``_IDS`` where the ids of its
+    parameter ``by`` go (none for EVERYONE), compiled once per dialect."""
+    key = (dialect.name, kind, by)
+    sql = _SQL.get(key)
+    if sql is None:
+        statement = _statement(kind, by)
+        if by != EVERYONE:
+            statement = statement.params({by: [_IDS]})
+        sql = str(statement.compile(
+            dialect=dialect,
+            compile_kwargs={"literal_binds": True, "render_postcompile": True}))
+        assert (by == EVERYONE) == (str(_IDS) not in sql), (kind, by)
+        _remember(key, sql)
+    return sql
 
 
 def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
@@ -308,28 +354,16 @@ def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
     times cheaper than building result rows (errors still go through
     SQLAlchemy and oslo.db).
 
-    The only parameters are integer ids.  Class ids repeat (a scheduler
-    asks for the same few flavors), so those statements are compiled with
-    them as literals once and run as text; root and provider ids rarely
-    repeat, so they are bound as parameters of a statement SQLAlchemy
-    compiles once.
+    The only parameters are integer ids, written into the statement's
+    text (:func:`_template`): SQLAlchemy would otherwise make a bound
+    parameter of each of thousands of ids (and compile a statement a
+    worker has not run yet in the middle of its first search).
     """
     (name, ids), = params.items()
-    if name not in ("class_ids", EVERYONE):
-        result = db_api.run_rendered(conn, _statement(kind, name),
-                                     {name: [int(i) for i in ids]})
-        try:
-            return list(result.cursor.fetchall())
-        finally:
-            result.close()
-    key = (conn.dialect.name, kind, name, tuple(ids))
-    sql = _SQL.get(key)
-    if sql is None:
-        statement = _statement(kind, name)
-        if name != EVERYONE:
-            statement = statement.params({name: [int(i) for i in ids]})
-        sql = _literal(conn, statement)
-        _remember(key, sql)
+    sql = _template(conn.dialect, kind, name)
+    if name != EVERYONE:
+        # An empty list matches nothing, as SQLAlchemy writes it.
+        sql = sql.replace(str(_IDS), ", ".join([str(int(i)) for i in ids]) or "NULL")
     return _raw_rows(conn, sql)
 
 

@@ -143,16 +143,18 @@ class Tree:
         self.root_id = self.providers[0].root_id
         self.state = state
         # Every class some provider of the tree has inventory of; like
-        # trees share one set.
-        classes = frozenset(name for p in self.providers for name in p.inventories)
+        # trees share one set.  (Sets made by union, not comprehensions:
+        # a cold search makes thousands of trees.)
+        classes = frozenset().union(*[p.inventories for p in self.providers])
         if len(_CLASS_SETS) > 4096:
             _CLASS_SETS.clear()
         self.classes = _CLASS_SETS.setdefault(classes, classes)
-        self.sharing = any(p.is_sharing for p in self.providers)
+        self.sharing = any([SHARING_TRAIT in p.traits for p in self.providers])
         # Every aggregate some provider of the tree is in: a sharing
         # provider in one of them serves the tree (see Forest.anchors).
-        self.aggregates: frozenset[str] = frozenset().union(
-            *[p.aggregates for p in self.providers])
+        self.aggregates: frozenset[str] = (
+            self.providers[0].aggregates if len(self.providers) == 1
+            else frozenset().union(*[p.aggregates for p in self.providers]))
         self.key = new_key()
 
 
