@@ -43,7 +43,8 @@ tree
 candidate list
     per recent query, the first candidates built around one tree, with
     the trees they were built from
-    (:mod:`placement.objects.candidates.reuse`).
+    (:mod:`placement.objects.candidates.reuse`); queries to which a tree
+    gives equal lists hold one.
 listed provider
     what ``GET /resource_providers`` read of one provider.
 key
@@ -114,9 +115,15 @@ Why using what is kept is safe
    again from empty rather than evict piecemeal.
 8. *Texts follow their object.*  A text is kept under the key of the
    object it was written from, and keys are never reused (unlike
-   ``id()``): a replaced tree or list has a new key, so its old text is
-   never found for it.  Texts of replaced objects are dropped with them
-   (trees) or when texts are held for many more objects than are kept.
+   ``id()``): a replaced tree or provider has a new key, so its old text
+   is never found for it.  Texts of replaced objects are dropped with them
+   (trees) or when texts are held for many more objects than are kept.  A
+   candidate list's texts are held with the list object itself (weakly
+   keyed, gone with it), and one list serves several queries only when
+   its content is theirs (rule 5 holds for each: the same trees, the same
+   candidates), so what its text depends on besides the list -- the
+   microversion's features and the query's group suffixes -- is in the
+   text's shape.
 
 Kept elsewhere, on purpose
 --------------------------
@@ -139,6 +146,7 @@ generations alone) and their own lifetime (``capacity_interval``); and a
 worker without ``[metrics]`` must not import them.
 """
 
-from placement.kept.store import NOTHING, Entry, Kept, QueryCandidates, Texts, of
+from placement.kept.store import (NOTHING, Entry, Kept, QueryCandidates, QueryLists,
+                                  Texts, of)
 
-__all__ = ["NOTHING", "Entry", "Kept", "QueryCandidates", "Texts", "of"]
+__all__ = ["NOTHING", "Entry", "Kept", "QueryCandidates", "QueryLists", "Texts", "of"]
