@@ -126,8 +126,10 @@ def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
 
 
 def _same(kept: tuple[Tree, ...], read: tuple[Tree, ...]) -> bool:
-    return len(kept) == len(read) and all(
-        a is b for a, b in zip(kept, read, strict=True))
+    # Trees define no equality of their own: tuples of them are equal when
+    # they hold the very same objects (compared without a Python loop, for
+    # every tree of every search).
+    return kept == read
 
 
 # Trees built by the first assembler of a search; each next one builds
@@ -150,6 +152,8 @@ class _Builder:
         self.kept = kept
         self._sharing = [(tree, provider) for tree in trees if tree.sharing
                          for provider in tree.providers if provider.is_sharing]
+        self._sharing_aggregates = frozenset().union(
+            *[provider.aggregates for _tree, provider in self._sharing])
         self._sources: dict[int, tuple[Tree, ...]] = {}
         self._assembler_of: dict[int, Assembler] = {}
         self._batch_size = FIRST_BUILT
@@ -160,7 +164,10 @@ class _Builder:
         the sharing providers serving it (in an aggregate with one of its
         providers, as :class:`.trees.Forest` finds them), by root id."""
         found = self._sources.get(tree.root_id)
-        if found is None:
+        if found is None and tree.aggregates.isdisjoint(self._sharing_aggregates):
+            # Served by no sharing provider, as most trees are.
+            found = self._sources[tree.root_id] = (tree,)
+        elif found is None:
             serving = {other.root_id: other for other, provider in self._sharing
                        if other is not tree
                        and not provider.aggregates.isdisjoint(tree.aggregates)}
