@@ -29,12 +29,14 @@ MAX_ENTRIES = 100_000
 # but the one being asked, which keeps a list per tree however many trees
 # there are (trees are bounded by MAX_ENTRIES).  Queries alike (a flavor
 # pinned to one zone or another, with or without a trait) often give a tree
-# equal lists: those are held once (QueryCandidates.of), so the bound on
+# equal lists: those are held once (QueryLists.keep), so the bound on
 # memory is on distinct lists, and a query's list of a tree costs only a
-# reference beyond it.  Measured on the churn workload (500 hosts, some 50
-# queries asked in turn, a sharing disk pool serving a tenth of them):
-# 50,000 lists, none shared, took a worker's peak from 88 to 120 MB, 2,000
-# to 94 MB, below upstream's 96.5 MB.
+# reference beyond them.  Measured on the churn workload (500 hosts, 40
+# queries asked in turn, a sharing disk pool serving a tenth of them): at
+# limit 1000 every query holds a list per tree, 20,000 references to some
+# 2,600 distinct lists, and a worker's peak stays where 2,000 lists
+# unshared took it (95 MB, below upstream's 96.5 MB; 50,000 unshared
+# took it to 120 MB).
 MAX_CANDIDATE_LISTS = 4_000
 MAX_LIST_REFERENCES = 40_000
 # State texts kept per bucket of trees (see put_bucket).
