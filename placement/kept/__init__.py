@@ -111,19 +111,19 @@ Why using what is kept is safe
    store what it built.
 7. *Nothing kept is changed.*  Kept objects are replaced, never mutated,
    so requests in threads may share them; the stores holding them are
-   changed by single assignments.  Bounds (:mod:`.store`) start a store
+   changed by single assignments (so are the texts a candidate list
+   holds, rule 8, which nothing but the rendering reads).  Bounds (:mod:`.store`) start a store
    again from empty rather than evict piecemeal.
 8. *Texts follow their object.*  A text is kept under the key of the
    object it was written from, and keys are never reused (unlike
    ``id()``): a replaced tree or provider has a new key, so its old text
    is never found for it.  Texts of replaced objects are dropped with them
    (trees) or when texts are held for many more objects than are kept.  A
-   candidate list's texts are held with the list object itself (weakly
-   keyed, gone with it), and one list serves several queries only when
-   its content is theirs (rule 5 holds for each: the same trees, the same
-   candidates), so what its text depends on besides the list -- the
-   microversion's features and the query's group suffixes -- is in the
-   text's shape.
+   candidate list holds its texts itself, and they go with it.  One list
+   serves several queries only when its content is theirs (rule 5 holds
+   for each: the same trees, the same candidates), so what its text
+   depends on besides the list -- the microversion's features and the
+   query's group suffixes -- is in the text's shape.
 
 Kept elsewhere, on purpose
 --------------------------

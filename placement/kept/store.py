@@ -66,18 +66,11 @@ class Texts:
     """What responses wrote for kept objects: per object key (see
     :func:`placement.kept.keys.new_key`), per *shape* (what
     else the text depends on: the microversion's features, a mount point),
-    one value that is never changed once put.
-
-    Texts of candidate lists are held with the list instead (:meth:`get_with`):
-    lists come and go by the thousand (every change of a tree replaces its
-    lists, those of queries not asked since linger until they are), and a
-    list's texts go when it does rather than pile up until the texts
-    start again."""
+    one value that is never changed once put.  (Candidate lists hold
+    their texts themselves, see :class:`.reuse.CandidateList`.)"""
 
     def __init__(self) -> None:
         self._by_key: dict[int, dict[Hashable, Any]] = {}
-        self._with: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = (
-            weakref.WeakKeyDictionary())
 
     def __len__(self) -> int:
         return len(self._by_key)
@@ -96,17 +89,6 @@ class Texts:
     def forget(self, key: int) -> None:
         """Drop the texts of an object no longer kept."""
         self._by_key.pop(key, None)
-
-    def get_with(self, owner: Any, shape: Hashable) -> Any:
-        """What was put with ``owner`` (an object that may be weakly
-        referenced) and ``shape``, else None."""
-        shapes = self._with.get(owner)
-        return None if shapes is None else shapes.get(shape)
-
-    def put_with(self, owner: Any, shape: Hashable, value: Any) -> None:
-        """Keep ``value`` for as long as ``owner`` lives."""
-        shapes = self._with.get(owner)
-        self._with[owner] = {shape: value} if shapes is None else {**shapes, shape: value}
 
 
 # A provider's usage: (class id, used) pairs, sorted.
@@ -437,9 +419,6 @@ class _Nothing(Kept):
 
 class _NoTexts(Texts):
     def put(self, key: int, shape: Hashable, value: Any) -> None:
-        pass
-
-    def put_with(self, owner: Any, shape: Hashable, value: Any) -> None:
         pass
 
 

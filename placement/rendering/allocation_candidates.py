@@ -16,10 +16,10 @@ more copy.  Microversion changes of the document:
 
 The search hands back the same candidate lists and trees for what has not
 changed since an earlier request (:mod:`placement.objects.candidates.reuse`);
-the text of each kept list and tree is kept in the worker's
-:class:`placement.kept.Texts` (with the list, under the tree's key), so a
-scheduler asking the same question again mostly pays for reading the
-database.
+each kept list holds the texts written for it, and the text of each
+kept tree is kept in the worker's :class:`placement.kept.Texts` under its
+key, so a scheduler asking the same question again mostly pays for
+reading the database.
 """
 
 from __future__ import annotations
@@ -50,9 +50,10 @@ _TREE_SUMMARIES = "provider summaries since 1.29"
 def body(found: candidates.Candidates, version: tuple[int, int],
          texts: Texts) -> list[bytes]:
     """The response body for ``found`` at ``version``, in parts; texts of
-    kept lists and trees are taken from and added to ``texts``."""
+    kept trees are taken from and added to ``texts``, kept lists hold
+    their own."""
     quoted = _UuidTexts(found.forest)
-    requests = _request_texts(found, quoted, version, texts)
+    requests = _request_texts(found, quoted, version)
     if version >= NESTED_SINCE:
         summaries = _tree_summary_texts(found, quoted, texts)
     else:
@@ -66,7 +67,7 @@ def body(found: candidates.Candidates, version: tuple[int, int],
 
 
 def _request_texts(found: candidates.Candidates, quoted: _UuidTexts,
-                   version: tuple[int, int], texts: Texts) -> list[bytes]:
+                   version: tuple[int, int]) -> list[bytes]:
     """The text of each chosen candidate: of a kept list, all its texts
     are written when first needed and kept with the list."""
     suffixes = [_text(group.suffix) for group in found.query.groups]
@@ -86,12 +87,17 @@ def _request_texts(found: candidates.Candidates, quoted: _UuidTexts,
             continue
         if listed is not previous:
             previous = listed
-            listed_texts = texts.get_with(listed, shape)
-            if listed_texts is None:
-                listed_texts = tuple([
+            shapes = listed.texts
+            found_texts = None if shapes is None else shapes.get(shape)
+            if found_texts is None:
+                found_texts = tuple([
                     request(combination, suffixes, quoted, version).encode()
                     for combination in listed.combinations])
-                texts.put_with(listed, shape, listed_texts)
+                # One assignment: another thread sees the old texts or
+                # the new ones.
+                listed.texts = ({shape: found_texts} if shapes is None
+                                else {**shapes, shape: found_texts})
+            listed_texts = found_texts
         written.append(listed_texts[index])
     return written
 

@@ -174,16 +174,16 @@ def test_kept_texts_are_what_the_next_answer_writes() -> None:
     texts = Texts()
     first = written(found, (1, 39), texts)
     assert len(texts) == len(found.forest.trees)
-    assert len(texts._with) == len({id(listed) for listed, _ in found.chosen})
+    assert all(listed.texts for listed, _ in found.chosen)
     # What is kept for an object is used as it is: plant a text for the
     # first tree and the first list.
     tree = summary.trees_shown(found)[0]
     listed, index = found.chosen[0]
-    shape = texts._with[listed]
+    shape = listed.texts
     texts.put(tree.key, rendering._TREE_SUMMARIES, b'"kept": {}')
-    for key in shape:
-        texts.put_with(listed, key, tuple(b'{"kept": %d}' % i
-                                          for i in range(len(listed.combinations))))
+    listed.texts = {key: tuple(b'{"kept": %d}' % i
+                               for i in range(len(listed.combinations)))
+                    for key in shape}
     again = written(found, (1, 39), texts)
     assert b'"kept": {}' in again and b'{"kept": %d}' % index in again
     assert again != first
@@ -202,7 +202,7 @@ def test_nothing_keeps_no_text() -> None:
     found = ANSWERS["flat"]()
     texts = NOTHING.texts
     assert written(found, (1, 39), texts) == written(found, (1, 39))
-    assert len(NOTHING.texts) == 0 and len(NOTHING.texts._with) == 0
+    assert len(NOTHING.texts) == 0
 
 
 def test_a_list_kept_for_queries_alike_is_written_with_each_query_s_suffixes() -> None:

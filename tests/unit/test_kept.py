@@ -204,19 +204,6 @@ def test_a_replaced_tree_takes_its_texts_along() -> None:
     assert cache.texts.get(other.key, "shape") == b"other text"
 
 
-def test_the_texts_of_a_list_go_with_it() -> None:
-    cache = provider_cache.Kept()
-    listed, other = _List("host 1"), _List("host 2")
-    cache.texts.put_with(listed, "shape", (b"text",))
-    cache.texts.put_with(listed, "other shape", (b"other",))
-    cache.texts.put_with(other, "shape", (b"text 2",))
-    assert cache.texts.get_with(listed, "shape") == (b"text",)
-    assert cache.texts.get_with(listed, "other shape") == (b"other",)
-    del listed
-    assert len(cache.texts._with) == 1
-    assert cache.texts.get_with(other, "shape") == (b"text 2",)
-
-
 def test_texts_of_many_objects_no_longer_kept_start_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provider_cache, "SPARE_TEXTS", 3)

@@ -104,6 +104,15 @@ def _takes_first(randomize: bool, strategy: str, limit: int | None,
 
 
 def _answer(chosen: list[Item], query: CandidateQuery) -> Candidates:
-    trees = {tree.root_id: tree for listed, index in chosen
-             for tree in listed.trees_used(index)}
+    trees: dict[int, Tree] = {}
+    previous = None
+    for listed, index in chosen:
+        # A list's candidates come one after the other, and most take from
+        # its anchor alone: that tree is added once per list.
+        if listed.used is not None:
+            for tree in listed.used[index]:
+                trees[tree.root_id] = tree
+        elif listed is not previous:
+            trees[listed.trees[0].root_id] = listed.trees[0]
+        previous = listed
     return Candidates(tuple(chosen), Forest(trees.values()), query)

@@ -18,9 +18,9 @@ sharing provider gave to it, the trees it serves), so its next search
 builds that many.
 
 Only the first :data:`KEPT_PER_TREE` candidates of a tree are kept; a
-search needing more of a tree with more builds it again.  The worker
-keeps the JSON texts a response wrote for a kept list with the list
-(:meth:`placement.kept.Texts.get_with`).  Queries alike often give a tree
+search needing more of a tree with more builds it again.  A kept list
+holds the JSON texts responses wrote for it (:attr:`CandidateList.texts`).
+Queries alike often give a tree
 equal lists (a flavor pinned to one zone or another finds the same
 candidates on a host of the zone, none elsewhere): the worker keeps those
 as one list, so holding the lists of many queries costs little memory and
@@ -65,7 +65,7 @@ class CandidateList:
     """
 
     __slots__ = ("trees", "combinations", "complete", "kept", "used", "sharing_alone",
-                 "__weakref__")
+                 "texts", "__weakref__")
 
     def __init__(self, trees: tuple[Tree, ...], combinations: tuple[Combination, ...],
                  complete: bool = True, kept: bool = False,
@@ -76,6 +76,10 @@ class CandidateList:
         self.kept = kept
         self.used = used
         self.sharing_alone = _sharing_alone(trees, combinations)
+        # Per shape, what a response wrote for each candidate (see
+        # :mod:`placement.rendering.allocation_candidates`): replaced, never
+        # changed, and gone with the list.
+        self.texts: dict[Hashable, tuple[bytes, ...]] | None = None
 
     def trees_used(self, index: int) -> tuple[Tree, ...]:
         """The trees candidate ``index`` takes providers from."""
