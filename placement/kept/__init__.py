@@ -112,8 +112,9 @@ Why using what is kept is safe
 7. *Nothing kept is changed.*  Kept objects are replaced, never mutated,
    so requests in threads may share them; the stores holding them are
    changed by single assignments (so are the texts a candidate list
-   holds, rule 8, which nothing but the rendering reads).  Bounds (:mod:`.store`) start a store
-   again from empty rather than evict piecemeal.
+   holds, rule 8, which nothing but the rendering reads).  Bounds
+   (:mod:`.store`) start a store again from empty rather than evict
+   piecemeal.
 8. *Texts follow their object.*  A text is kept under the key of the
    object it was written from, and keys are never reused (unlike
    ``id()``): a replaced tree or provider has a new key, so its old text

@@ -67,7 +67,8 @@ class Texts:
     :func:`placement.kept.keys.new_key`), per *shape* (what
     else the text depends on: the microversion's features, a mount point),
     one value that is never changed once put.  (Candidate lists hold
-    their texts themselves, see :class:`.reuse.CandidateList`.)"""
+    their texts themselves, see
+    :class:`placement.objects.candidates.reuse.CandidateList`.)"""
 
     def __init__(self) -> None:
         self._by_key: dict[int, dict[Hashable, Any]] = {}

@@ -107,12 +107,10 @@ def _answer(chosen: list[Item], query: CandidateQuery) -> Candidates:
     trees: dict[int, Tree] = {}
     previous = None
     for listed, index in chosen:
-        # A list's candidates come one after the other, and most take from
-        # its anchor alone: that tree is added once per list.
-        if listed.used is not None:
-            for tree in listed.used[index]:
+        # A list's candidates come one after the other, and in most lists
+        # all take from the anchor's tree alone: it is added once per list.
+        if listed is not previous or listed.used is not None:
+            for tree in listed.trees_used(index):
                 trees[tree.root_id] = tree
-        elif listed is not previous:
-            trees[listed.trees[0].root_id] = listed.trees[0]
         previous = listed
     return Candidates(tuple(chosen), Forest(trees.values()), query)

@@ -20,11 +20,11 @@ builds that many.
 Only the first :data:`KEPT_PER_TREE` candidates of a tree are kept; a
 search needing more of a tree with more builds it again.  A kept list
 holds the JSON texts responses wrote for it (:attr:`CandidateList.texts`).
-Queries alike often give a tree
-equal lists (a flavor pinned to one zone or another finds the same
-candidates on a host of the zone, none elsewhere): the worker keeps those
-as one list, so holding the lists of many queries costs little memory and
-their texts are written once (:meth:`placement.kept.QueryLists.keep`).
+Queries alike often give a tree equal lists (a flavor pinned to one zone
+or another finds the same candidates on a host of the zone, none
+elsewhere): the worker keeps those as one list, so holding the lists of
+many queries costs little memory and their texts are written once
+(:meth:`placement.kept.QueryLists.keep`).
 """
 
 from __future__ import annotations
