@@ -43,7 +43,8 @@ tree
 candidate list
     per recent query, the first candidates built around one tree, with
     the trees they were built from
-    (:mod:`placement.objects.candidates.reuse`).
+    (:mod:`placement.objects.candidates.reuse`); queries to which a tree
+    gives equal lists hold one.
 listed provider
     what ``GET /resource_providers`` read of one provider.
 key
@@ -110,13 +111,20 @@ Why using what is kept is safe
    store what it built.
 7. *Nothing kept is changed.*  Kept objects are replaced, never mutated,
    so requests in threads may share them; the stores holding them are
-   changed by single assignments.  Bounds (:mod:`.store`) start a store
-   again from empty rather than evict piecemeal.
+   changed by single assignments (so are the texts a candidate list
+   holds, rule 8, which nothing but the rendering reads).  Bounds
+   (:mod:`.store`) start a store again from empty rather than evict
+   piecemeal.
 8. *Texts follow their object.*  A text is kept under the key of the
    object it was written from, and keys are never reused (unlike
-   ``id()``): a replaced tree or list has a new key, so its old text is
-   never found for it.  Texts of replaced objects are dropped with them
-   (trees) or when texts are held for many more objects than are kept.
+   ``id()``): a replaced tree or provider has a new key, so its old text
+   is never found for it.  Texts of replaced objects are dropped with them
+   (trees) or when texts are held for many more objects than are kept.  A
+   candidate list holds its texts itself, and they go with it.  One list
+   serves several queries only when its content is theirs (rule 5 holds
+   for each: the same trees, the same candidates), so what its text
+   depends on besides the list -- the microversion's features and the
+   query's group suffixes -- is in the text's shape.
 
 Kept elsewhere, on purpose
 --------------------------
@@ -139,6 +147,7 @@ generations alone) and their own lifetime (``capacity_interval``); and a
 worker without ``[metrics]`` must not import them.
 """
 
-from placement.kept.store import NOTHING, Entry, Kept, QueryCandidates, Texts, of
+from placement.kept.store import (NOTHING, Entry, Kept, QueryCandidates, QueryLists,
+                                  Texts, of)
 
-__all__ = ["NOTHING", "Entry", "Kept", "QueryCandidates", "Texts", "of"]
+__all__ = ["NOTHING", "Entry", "Kept", "QueryCandidates", "QueryLists", "Texts", "of"]

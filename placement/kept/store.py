@@ -26,14 +26,20 @@ if TYPE_CHECKING:
 # deployments bigger than this.
 MAX_ENTRIES = 100_000
 # Lists of candidates kept (one per tree and query), over all queries;
-# beyond it the queries least recently asked are forgotten, all but the
-# one being asked, which keeps a list per tree however many trees there
-# are (trees are bounded by MAX_ENTRIES).  Measured on the churn workload
-# (500 hosts, some 50 queries asked in turn, a sharing disk pool serving
-# a tenth of them): 50,000 lists took a worker's peak from 88 to 120 MB,
-# 10,000 to 110 MB, 2,000 to 94 MB, below upstream's 96.5 MB, and still
-# saved a sixth of the CPU per scheduled instance at limit 50.
-MAX_CANDIDATE_LISTS = 2_000
+# beyond either bound the queries least recently asked are forgotten, all
+# but the one being asked, which keeps a list per tree however many trees
+# there are (trees are bounded by MAX_ENTRIES).  Queries alike (a flavor
+# pinned to one zone or another, with or without a trait) often give a tree
+# equal lists: those are held once (QueryLists.keep), so the bound on
+# memory is on distinct lists, and a query's list of a tree costs only a
+# reference beyond them.  Measured on the churn workload (500 hosts, 40
+# queries asked in turn, a sharing disk pool serving a tenth of them): at
+# limit 1000 every query holds a list per tree, 20,000 references to some
+# 2,600 distinct lists, and a worker's peak stays where 2,000 lists
+# unshared took it (95 MB, below upstream's 96.5 MB; 50,000 unshared
+# took it to 120 MB).
+MAX_CANDIDATE_LISTS = 4_000
+MAX_LIST_REFERENCES = 40_000
 # State texts kept per bucket of trees (see put_bucket).
 TEXTS_PER_BUCKET = 4
 # Queries whose candidates are kept.
@@ -61,7 +67,9 @@ class Texts:
     """What responses wrote for kept objects: per object key (see
     :func:`placement.kept.keys.new_key`), per *shape* (what
     else the text depends on: the microversion's features, a mount point),
-    one value that is never changed once put."""
+    one value that is never changed once put.  (Candidate lists hold
+    their texts themselves, see
+    :class:`placement.objects.candidates.reuse.CandidateList`.)"""
 
     def __init__(self) -> None:
         self._by_key: dict[int, dict[Hashable, Any]] = {}
@@ -289,35 +297,43 @@ class Kept:
 
 class QueryCandidates:
     """Per query, a dict of what :mod:`.reuse` keeps for each tree (by
-    root id), for the queries asked most recently."""
+    root id), for the queries asked most recently; lists of equal content
+    kept for several queries are one object (see :meth:`QueryLists.keep`)."""
 
     def __init__(self, counts: collections.Counter[tuple[str, str]] | None = None
                  ) -> None:
-        self._by_query: collections.OrderedDict[Hashable, dict[int, Any]] = (
+        self._by_query: collections.OrderedDict[Hashable, QueryLists] = (
             collections.OrderedDict())
         self._lock = threading.Lock()
-        # Lists kept, at the last call of ``of`` (before what the search
-        # then adds).
+        # Every list some query holds, under its content: a list no query
+        # holds any more is gone from it.
+        self._shared: weakref.WeakValueDictionary[Hashable, Any] = (
+            weakref.WeakValueDictionary())
+        # Distinct lists kept, at the last call of ``of`` (before what the
+        # search then adds).
         self.lists = 0
         self._counts = Counts() if counts is None else counts
 
-    def of(self, query: Hashable) -> dict[int, Any]:
+    def of(self, query: Hashable) -> QueryLists:
         """The lists kept for ``query`` (to read and add to).  Forgets the
         queries asked least recently when more than MAX_CANDIDATE_LISTS
-        lists, or more than MAX_QUERIES queries, are kept; the query asked
-        is never forgotten by it: it holds at most one list per tree."""
+        distinct lists, MAX_LIST_REFERENCES lists over all queries or
+        MAX_QUERIES queries are kept; the query asked is never forgotten
+        by it: it holds at most one list per tree."""
         with self._lock:
             kept = self._by_query.get(query)
             if kept is None:
-                kept = self._by_query[query] = _CountedLists(self._counts)
+                kept = self._by_query[query] = QueryLists(self._counts, self._shared)
             else:
                 self._by_query.move_to_end(query)
             total = sum(len(lists) for lists in self._by_query.values())
             while len(self._by_query) > 1 and (
-                    total > MAX_CANDIDATE_LISTS or len(self._by_query) > MAX_QUERIES):
-                _query, lists = self._by_query.popitem(last=False)
-                total -= len(lists)
-            self.lists = total
+                    len(self._shared) > MAX_CANDIDATE_LISTS
+                    or total > MAX_LIST_REFERENCES
+                    or len(self._by_query) > MAX_QUERIES):
+                # Its lists no other query holds leave _shared with it.
+                total -= len(self._by_query.popitem(last=False)[1])
+            self.lists = len(self._shared)
             return kept
 
     def clear(self) -> None:
@@ -326,14 +342,16 @@ class QueryCandidates:
             self.lists = 0
 
 
-class _CountedLists(dict[int, Any]):
+class QueryLists(dict[int, Any]):
     """One query's lists by root id, counting the lists found and stored."""
 
-    __slots__ = ("_counts",)
+    __slots__ = ("_counts", "_shared")
 
-    def __init__(self, counts: collections.Counter[tuple[str, str]]) -> None:
+    def __init__(self, counts: collections.Counter[tuple[str, str]],
+                 shared: weakref.WeakValueDictionary[Hashable, Any]) -> None:
         super().__init__()
         self._counts = counts
+        self._shared = shared
 
     def get(self, key: int, default: Any = None) -> Any:
         found = super().get(key, default)
@@ -341,9 +359,15 @@ class _CountedLists(dict[int, Any]):
             self._counts["hit", "candidate_list"] += 1
         return found
 
-    def __setitem__(self, key: int, value: Any) -> None:
+    def keep(self, root_id: int, listed: Any) -> Any:
+        """Keep ``listed`` as the list of tree ``root_id``, or a list kept
+        for another query whose ``content()`` is equal (same trees, same
+        candidates): a text written for either serves both.  Returns the
+        list kept."""
         self._counts["rebuild", "candidate_list"] += 1
-        super().__setitem__(key, value)
+        shared = self._shared.setdefault(listed.content(), listed)
+        self[root_id] = shared
+        return shared
 
 
 class _Nothing(Kept):
@@ -406,8 +430,8 @@ class _NoTexts(Texts):
 
 
 class _NoCandidates(QueryCandidates):
-    def of(self, query: Hashable) -> dict[int, Any]:
-        return {}
+    def of(self, query: Hashable) -> QueryLists:
+        return QueryLists(Counts(), weakref.WeakValueDictionary())
 
 
 NOTHING: Kept = _Nothing()

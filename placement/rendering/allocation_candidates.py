@@ -16,9 +16,10 @@ more copy.  Microversion changes of the document:
 
 The search hands back the same candidate lists and trees for what has not
 changed since an earlier request (:mod:`placement.objects.candidates.reuse`);
-the text of each kept list and tree is kept in the worker's
-:class:`placement.kept.Texts` under its key, so a scheduler asking the
-same question again mostly pays for reading the database.
+each kept list holds the texts written for it, and the text of each
+kept tree is kept in the worker's :class:`placement.kept.Texts` under its
+key, so a scheduler asking the same question again mostly pays for
+reading the database.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ NESTED_SINCE = (1, 29)
 MAPPINGS_SINCE = (1, 34)
 
 # What the text of a candidate list depends on besides the list: whether
-# allocations are a dict, whether requests have mappings.
+# allocations are a dict, whether requests have mappings, and the group
+# suffixes mappings name (a list may serve several queries).
 _REQUESTS = "allocation requests"
 # Summaries look the same at every microversion from 1.29 (traits since
 # 1.17, every inventory since 1.27): one text per tree serves them all.
@@ -48,9 +50,10 @@ _TREE_SUMMARIES = "provider summaries since 1.29"
 def body(found: candidates.Candidates, version: tuple[int, int],
          texts: Texts) -> list[bytes]:
     """The response body for ``found`` at ``version``, in parts; texts of
-    kept lists and trees are taken from and added to ``texts``."""
+    kept trees are taken from and added to ``texts``, kept lists hold
+    their own."""
     quoted = _UuidTexts(found.forest)
-    requests = _request_texts(found, quoted, version, texts)
+    requests = _request_texts(found, quoted, version)
     if version >= NESTED_SINCE:
         summaries = _tree_summary_texts(found, quoted, texts)
     else:
@@ -64,25 +67,37 @@ def body(found: candidates.Candidates, version: tuple[int, int],
 
 
 def _request_texts(found: candidates.Candidates, quoted: _UuidTexts,
-                   version: tuple[int, int], texts: Texts) -> list[bytes]:
+                   version: tuple[int, int]) -> list[bytes]:
     """The text of each chosen candidate: of a kept list, all its texts
-    are written when first needed and kept under the list's key."""
+    are written when first needed and kept with the list."""
     suffixes = [_text(group.suffix) for group in found.query.groups]
     # A string: its hash is computed once, not at every lookup.
-    shape = "%s, dict %s, mappings %s" % (
-        _REQUESTS, version >= DICT_ALLOCATIONS_SINCE, version >= MAPPINGS_SINCE)
+    shape = "%s, dict %s, mappings %s, suffixes %s" % (
+        _REQUESTS, version >= DICT_ALLOCATIONS_SINCE, version >= MAPPINGS_SINCE,
+        ", ".join(suffixes))
     written = []
+    # A list's candidates come one after the other: its texts are looked
+    # up once for all of them.
+    previous: candidates.CandidateList | None = None
+    listed_texts: tuple[bytes, ...] = ()
     for listed, index in found.chosen:
-        if listed.key is None:
+        if not listed.kept:
             written.append(request(listed.combinations[index], suffixes, quoted,
                                    version).encode())
             continue
-        listed_texts = texts.get(listed.key, shape)
-        if listed_texts is None:
-            listed_texts = tuple([
-                request(combination, suffixes, quoted, version).encode()
-                for combination in listed.combinations])
-            texts.put(listed.key, shape, listed_texts)
+        if listed is not previous:
+            previous = listed
+            shapes = listed.texts
+            found_texts = None if shapes is None else shapes.get(shape)
+            if found_texts is None:
+                found_texts = tuple([
+                    request(combination, suffixes, quoted, version).encode()
+                    for combination in listed.combinations])
+                # One assignment: another thread sees the old texts or
+                # the new ones.
+                listed.texts = ({shape: found_texts} if shapes is None
+                                else {**shapes, shape: found_texts})
+            listed_texts = found_texts
         written.append(listed_texts[index])
     return written
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from placement import microversion
-from placement.kept import NOTHING, Texts
+from placement.kept import NOTHING, Kept, Texts
 from placement.objects import candidates
 from placement.objects.candidates import assemble, reuse, summary
 from placement.objects.candidates.trees import Forest, Provider, TraitSet, Tree
@@ -30,12 +30,13 @@ def answer(trees: Forest, query: CandidateQuery, *, nested: bool = True,
     """What the search would answer over these trees."""
     ordered = [trees.trees[root] for root in sorted(trees.trees)]
     chosen = assemble.choose(
-        reuse.candidates(ordered, query, nested, {}, assemble.DEPTH_FIRST),
+        reuse.candidates(ordered, query, nested, NOTHING.candidates.of(None),
+                         assemble.DEPTH_FIRST),
         limit=limit, randomize=False, max_candidates=-1)
     found = candidates._answer(chosen, query)
     if summary.cut_before_nested(found, limit, nested):
         found = dataclasses.replace(found, summarised=summary.summarised_before_nested(
-            found, ordered, query, {}))
+            found, ordered, query, NOTHING.candidates.of(None)))
     return found
 
 
@@ -163,7 +164,7 @@ def test_the_answers_are_not_trivial() -> None:
                for listed, index in found.chosen)
     nested = ANSWERS["nested, granular, isolated"]()
     assert len(nested.chosen) == 5 and all(
-        listed.key is not None for listed, _index in nested.chosen)
+        listed.kept for listed, _index in nested.chosen)
     assert ANSWERS["nested before 1.29, limit"]().summarised
     assert ANSWERS["empty"]().chosen == ()
 
@@ -172,17 +173,17 @@ def test_kept_texts_are_what_the_next_answer_writes() -> None:
     found = ANSWERS["nested, granular, isolated"]()
     texts = Texts()
     first = written(found, (1, 39), texts)
-    assert len(texts) == len({listed.key for listed, _ in found.chosen}) + len(
-        found.forest.trees)
+    assert len(texts) == len(found.forest.trees)
+    assert all(listed.texts for listed, _ in found.chosen)
     # What is kept for an object is used as it is: plant a text for the
     # first tree and the first list.
     tree = summary.trees_shown(found)[0]
     listed, index = found.chosen[0]
-    shape = texts._by_key[listed.key]
+    shape = listed.texts
     texts.put(tree.key, rendering._TREE_SUMMARIES, b'"kept": {}')
-    for key in shape:
-        texts.put(listed.key, key, tuple(b'{"kept": %d}' % i
-                                          for i in range(len(listed.combinations))))
+    listed.texts = {key: tuple(b'{"kept": %d}' % i
+                               for i in range(len(listed.combinations)))
+                    for key in shape}
     again = written(found, (1, 39), texts)
     assert b'"kept": {}' in again and b'{"kept": %d}' % index in again
     assert again != first
@@ -202,3 +203,26 @@ def test_nothing_keeps_no_text() -> None:
     texts = NOTHING.texts
     assert written(found, (1, 39), texts) == written(found, (1, 39))
     assert len(NOTHING.texts) == 0
+
+
+def test_a_list_kept_for_queries_alike_is_written_with_each_query_s_suffixes() -> None:
+    # Two queries differing only in a group's suffix give a host equal
+    # lists, which the worker keeps once; the text kept for that list
+    # under one query's suffixes must not answer the other.
+    hosts = list(wide_hosts(1).trees.values())
+    kept = Kept()
+    texts = Texts()
+    bodies = []
+    for suffix in ("1", "2"):
+        numbered = query(group(resources={"VCPU": 1}),
+                         group(suffix, resources={"VGPU": 1}))
+        lists = kept.candidates.of(reuse.query_key(numbered, True))
+        chosen = assemble.choose(
+            reuse.candidates(hosts, numbered, True, lists, assemble.DEPTH_FIRST),
+            limit=None, randomize=False, max_candidates=-1)
+        found = candidates._answer(chosen, numbered)
+        bodies.append((found, written(found, (1, 39), texts)))
+    (first, first_body), (second, second_body) = bodies
+    assert second.chosen[0][0] is first.chosen[0][0]          # one list kept
+    assert second_body == json.dumps(document(second, (1, 39))).encode()
+    assert first_body != second_body

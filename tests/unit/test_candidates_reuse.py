@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from placement.kept import QueryCandidates, QueryLists
 from placement.objects.candidates import assemble, reuse, search
 from placement.objects.candidates.trees import Forest, Tree
 from placement.query import CandidateQuery
@@ -21,7 +22,12 @@ def hosts(*free: int) -> list[Tree]:
                          for i, f in enumerate(free)]).trees.values())
 
 
-def chosen(trees: list[Tree], kept: dict[int, Any],
+def lists() -> QueryLists:
+    """A worker's store of one query's lists."""
+    return QueryCandidates().of("query")
+
+
+def chosen(trees: list[Tree], kept: QueryLists,
            query: CandidateQuery = VCPU_QUERY, **options: Any) -> list[Any]:
     streams = reuse.tree_streams(trees, query, True, kept)
     return assemble.choose(
@@ -35,7 +41,7 @@ def providers(items: list[Any]) -> list[int]:
 
 def test_an_unchanged_tree_gives_the_very_lists_it_gave() -> None:
     trees = hosts(4, 1, 2)
-    kept: dict[int, Any] = {}
+    kept = lists()
     first = chosen(trees, kept)
     assert providers(first) == [1, 3]
     assert set(kept) == {1, 2, 3}           # a tree without candidates too
@@ -46,7 +52,7 @@ def test_an_unchanged_tree_gives_the_very_lists_it_gave() -> None:
 
 def test_a_changed_tree_is_judged_again_and_the_others_are_not() -> None:
     trees = hosts(4, 1, 2)
-    kept: dict[int, Any] = {}
+    kept = lists()
     first = chosen(trees, kept)
     # Host 2 freed, host 3 filled: new Tree objects for both.
     changed = [trees[0]] + hosts(4, 4, 0)[1:]
@@ -60,7 +66,7 @@ def test_lists_of_another_tree_object_are_not_reused() -> None:
     # Equal content, another object: the loader would not hand out two
     # objects for one state, so identity is what counts.
     trees = hosts(4)
-    kept: dict[int, Any] = {}
+    kept = lists()
     first = chosen(trees, kept)
     again = chosen(hosts(4), kept)
     assert again[0][0] is not first[0][0]
@@ -73,7 +79,7 @@ def test_long_lists_keep_their_beginning_and_give_everything(
     query = CandidateQuery(groups=tuple(gpu_groups()), group_policy="isolate")
     every = [c for c in assemble.Assembler(Forest(trees), query).generate(
         assemble.DEPTH_FIRST)]
-    kept: dict[int, Any] = {}
+    kept = lists()
     for _search in range(2):
         found = chosen(trees, kept, query)
         assert [listed.combinations[i] for listed, i in found] == every
@@ -86,7 +92,7 @@ def test_a_limit_reads_no_more_of_a_long_tree_than_it_keeps(
     monkeypatch.setattr(reuse, "KEPT_PER_TREE", 5)
     trees = list(wide_hosts(200).trees.values())
     query = CandidateQuery(groups=tuple(gpu_groups()), group_policy="isolate")
-    kept: dict[int, Any] = {}
+    kept = lists()
     found = chosen(trees, kept, query, limit=3)
     assert len(found) == 3
     assert list(kept) == [trees[0].root_id]
@@ -95,14 +101,14 @@ def test_a_limit_reads_no_more_of_a_long_tree_than_it_keeps(
 def test_breadth_first_takes_one_of_each_tree_in_turn() -> None:
     trees = list(forest(*[(i, None, {"VCPU": inv(8)}) for i in (1, 2)]
                         + [(3, 1, {"VCPU": inv(8)})]).trees.values())
-    kept: dict[int, Any] = {}
+    kept = lists()
     found = chosen(trees, kept, strategy=assemble.BREADTH_FIRST)
     assert providers(found) == [1, 2, 3]
 
 
 def test_lists_replaced_by_another_request_do_not_disturb_a_search() -> None:
     trees = hosts(4, 4)
-    kept: dict[int, Any] = {}
+    kept = lists()
     chosen(trees, kept)
     streams = reuse.tree_streams(trees, VCPU_QUERY, True, kept)
     # Another request, which read host 1 changed, keeps its own list.
@@ -201,13 +207,15 @@ def test_with_sharing_providers_the_kept_lists_give_what_one_forest_gives(
     rng = random.Random(seed)
     specs = sharing_cloud(rng)
     trees = trees_of(specs)
-    kept: dict[Any, dict[int, Any]] = {}
+    # One store for every query, as a worker keeps them: queries alike
+    # share lists.
+    kept = QueryCandidates()
     reused = 0
     for _search in range(6):
         ordered = [trees[root] for root in sorted(trees)]
         for number, query in enumerate(SHARING_QUERIES):
             for nested in (True, False):
-                lists = kept.setdefault((number, nested), {})
+                lists = kept.of((number, nested))
                 before = dict(lists)
                 found = list(reuse.candidates(ordered, query, nested, lists, strategy))
                 reused += sum(1 for root, listed in lists.items()
@@ -243,10 +251,10 @@ def test_only_candidates_of_sharing_providers_alone_are_looked_up_for_repeats() 
                     {"agg"}))
     ordered = [cloud.trees[root] for root in sorted(cloud.trees)]
     addresses = CandidateQuery(groups=(group(resources={"IPV4_ADDRESS": 1}),))
-    found = list(reuse.candidates(ordered, addresses, True, {}, assemble.DEPTH_FIRST))
+    found = list(reuse.candidates(ordered, addresses, True, lists(), assemble.DEPTH_FIRST))
     assert [listed.combinations[i][0].providers for listed, i in found] == [(9,)]
     assert all(i in listed.sharing_alone for listed, i in found)
     with_disk = CandidateQuery(groups=(group(resources={"VCPU": 1, "DISK_GB": 1}),))
-    found = list(reuse.candidates(ordered, with_disk, True, {}, assemble.DEPTH_FIRST))
+    found = list(reuse.candidates(ordered, with_disk, True, lists(), assemble.DEPTH_FIRST))
     assert [listed.combinations[i][0].providers for listed, i in found] == [(1, 9), (2, 9)]
     assert not any(listed.sharing_alone for listed, _i in found)

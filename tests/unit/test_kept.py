@@ -117,7 +117,7 @@ def test_a_renamed_class_drops_trees_and_candidates() -> None:
 
 def test_the_queries_asked_least_recently_are_forgotten(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(provider_cache, "MAX_CANDIDATE_LISTS", 4)
+    monkeypatch.setattr(provider_cache, "MAX_LIST_REFERENCES", 4)
     monkeypatch.setattr(provider_cache, "MAX_QUERIES", 3)
     kept = provider_cache.QueryCandidates()
     kept.of("a").update({1: "x", 2: "x"})
@@ -136,7 +136,37 @@ def test_the_queries_asked_least_recently_are_forgotten(
     kept.of("e").update({n: "x" for n in range(5)})
     assert kept.of("e") == {n: "x" for n in range(5)}
     assert list(kept._by_query) == ["e"]
-    assert kept.lists == 5
+
+
+class _List:
+    """A candidate list as the store sees it: its content and nothing else."""
+
+    def __init__(self, content: str) -> None:
+        self._content = content
+
+    def content(self) -> str:
+        return self._content
+
+
+def test_equal_lists_of_several_queries_are_kept_once_and_counted_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provider_cache, "MAX_CANDIDATE_LISTS", 3)
+    kept = provider_cache.QueryCandidates()
+    kept.of("zone 1").keep(1, _List("host 1"))
+    assert kept.of("zone 2").keep(1, _List("host 1")) is kept.of("zone 1")[1]
+    kept.of("zone 2").keep(2, _List("host 2"))
+    kept.of("zone 3").keep(1, _List("host 1"))
+    kept.of("zone 3").keep(2, _List("host 2"))
+    kept.of("zone 3")
+    assert kept.lists == 2                          # five references, two lists
+    assert [len(kept.of(q)) for q in ("zone 1", "zone 2", "zone 3")] == [1, 2, 2]
+    # Four distinct lists: the queries least recently asked go until
+    # lists go with them (forgetting zone 1, then zone 2, frees none).
+    kept.of("other").keep(3, _List("host 3"))
+    kept.of("other").keep(4, _List("host 4"))
+    kept.of("other")
+    assert list(kept._by_query) == ["other"]
+    assert kept.lists == 2
 
 
 def test_trait_sets_are_shared_only_in_the_same_order() -> None:

@@ -105,6 +105,13 @@ def _takes_first(randomize: bool, strategy: str, limit: int | None,
 
 
 def _answer(chosen: list[Item], query: CandidateQuery) -> Candidates:
-    trees = {tree.root_id: tree for listed, index in chosen
-             for tree in listed.trees_used(index)}
+    trees: dict[int, Tree] = {}
+    previous = None
+    for listed, index in chosen:
+        # A list's candidates come one after the other, and in most lists
+        # all take from the anchor's tree alone: it is added once per list.
+        if listed is not previous or listed.used is not None:
+            for tree in listed.trees_used(index):
+                trees[tree.root_id] = tree
+        previous = listed
     return Candidates(tuple(chosen), Forest(trees.values()), query)

@@ -18,9 +18,13 @@ sharing provider gave to it, the trees it serves), so its next search
 builds that many.
 
 Only the first :data:`KEPT_PER_TREE` candidates of a tree are kept; a
-search needing more of a tree with more builds it again.  A kept list has
-a ``key``, under which the worker keeps the JSON text a response wrote
-for it (:class:`placement.kept.Texts`).
+search needing more of a tree with more builds it again.  A kept list
+holds the JSON texts responses wrote for it (:attr:`CandidateList.texts`).
+Queries alike often give a tree equal lists (a flavor pinned to one zone
+or another finds the same candidates on a host of the zone, none
+elsewhere): the worker keeps those as one list, so holding the lists of
+many queries costs little memory and their texts are written once
+(:meth:`placement.kept.QueryLists.keep`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any, Callable, Hashable, Iterator, Sequence
 
 from placement.objects.candidates.assemble import Assembler, merge
 from placement.objects.candidates.choices import Combination
-from placement.kept.keys import new_key
+from placement.kept import QueryLists
 from placement.objects.candidates.trees import Forest, Tree
 from placement.query import CandidateQuery
 
@@ -53,27 +57,40 @@ class CandidateList:
     trees it takes providers from, or is None when every candidate takes
     from the first tree only.  A tree's list holds the candidates built
     around it: all of them when ``complete``, else the first ones.
-    Candidates past a tree's first ones come one per list, without a
-    ``key``: nothing derived from them is kept.  ``sharing_alone`` holds
+    Candidates past a tree's first ones come one per list, not ``kept``:
+    nothing derived from them is kept.  ``sharing_alone`` holds
     the indices of the candidates that take from sharing providers alone
-    (see :func:`_first_of_each`).
+    (see :func:`_first_of_each`).  A kept list may serve several queries
+    (see :meth:`content`).
     """
 
-    __slots__ = ("trees", "combinations", "complete", "key", "used", "sharing_alone")
+    __slots__ = ("trees", "combinations", "complete", "kept", "used", "sharing_alone",
+                 "texts", "__weakref__")
 
     def __init__(self, trees: tuple[Tree, ...], combinations: tuple[Combination, ...],
-                 complete: bool = True, key: int | None = None,
+                 complete: bool = True, kept: bool = False,
                  used: tuple[tuple[Tree, ...], ...] | None = None) -> None:
         self.trees = trees
         self.combinations = combinations
         self.complete = complete
-        self.key = key
+        self.kept = kept
         self.used = used
         self.sharing_alone = _sharing_alone(trees, combinations)
+        # Per shape, what a response wrote for each candidate (see
+        # :mod:`placement.rendering.allocation_candidates`): replaced, never
+        # changed, and gone with the list.
+        self.texts: dict[Hashable, tuple[bytes, ...]] | None = None
 
     def trees_used(self, index: int) -> tuple[Tree, ...]:
         """The trees candidate ``index`` takes providers from."""
         return self.trees[:1] if self.used is None else self.used[index]
+
+    def content(self) -> Hashable:
+        """What the list says, all else following from it: lists of equal
+        content serve a search alike, whatever query built them.  Trees
+        are named by their keys, which no other tree ever has; candidates
+        by their providers' ids, classes and amounts."""
+        return tuple([tree.key for tree in self.trees]), self.complete, self.combinations
 
 
 # One candidate of an answer: a list and the index of the candidate in it.
@@ -88,7 +105,7 @@ def query_key(query: CandidateQuery, nested: bool) -> Hashable:
 
 
 def candidates(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
-               kept: dict[int, CandidateList], strategy: str) -> Iterator[Item]:
+               kept: QueryLists, strategy: str) -> Iterator[Item]:
     """The candidates of these trees, in the order of ``strategy``: each
     tree's own, reused or built."""
     items = merge(tree_streams(trees, query, nested, kept), strategy)
@@ -98,7 +115,7 @@ def candidates(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
 
 
 def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
-                 kept: dict[int, CandidateList]) -> Iterator[Iterator[Item]]:
+                 kept: QueryLists) -> Iterator[Iterator[Item]]:
     """The candidates of each tree, in the order given, as items.
 
     ``kept`` holds the lists of earlier searches of this query by root id
@@ -113,8 +130,10 @@ def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
 
 
 def _same(kept: tuple[Tree, ...], read: tuple[Tree, ...]) -> bool:
-    return len(kept) == len(read) and all(
-        a is b for a, b in zip(kept, read, strict=True))
+    # Trees define no equality of their own: tuples of them are equal when
+    # they hold the very same objects (compared without a Python loop, for
+    # every tree of every search).
+    return kept == read
 
 
 # Trees built by the first assembler of a search; each next one builds
@@ -130,13 +149,15 @@ class _Builder:
     taking a few candidates needs few trees built)."""
 
     def __init__(self, trees: Sequence[Tree], query: CandidateQuery, nested: bool,
-                 kept: dict[int, CandidateList]) -> None:
+                 kept: QueryLists) -> None:
         self.trees = trees
         self.query = query
         self.nested = nested
         self.kept = kept
         self._sharing = [(tree, provider) for tree in trees if tree.sharing
                          for provider in tree.providers if provider.is_sharing]
+        self._sharing_aggregates = frozenset().union(
+            *[provider.aggregates for _tree, provider in self._sharing])
         self._sources: dict[int, tuple[Tree, ...]] = {}
         self._assembler_of: dict[int, Assembler] = {}
         self._batch_size = FIRST_BUILT
@@ -149,7 +170,10 @@ class _Builder:
         if not self._sharing:
             return (tree,)
         found = self._sources.get(tree.root_id)
-        if found is None:
+        if found is None and tree.aggregates.isdisjoint(self._sharing_aggregates):
+            # Served by no sharing provider, as most trees are.
+            found = self._sources[tree.root_id] = (tree,)
+        elif found is None:
             serving = {other.root_id: other for other, provider in self._sharing
                        if other is not tree
                        and not provider.aggregates.isdisjoint(tree.aggregates)}
@@ -204,10 +228,9 @@ class _Builder:
             first = self.assembler(index).first_candidates(tree.root_id,
                                                            KEPT_PER_TREE + 1)
             combinations = first[:KEPT_PER_TREE]
-            listed = CandidateList(sources, combinations,
-                                   complete=len(first) <= KEPT_PER_TREE, key=new_key(),
-                                   used=_used(sources, combinations))
-            self.kept[tree.root_id] = listed
+            listed = self.kept.keep(tree.root_id, CandidateList(
+                sources, combinations, complete=len(first) <= KEPT_PER_TREE,
+                kept=True, used=_used(sources, combinations)))
         yield from zip(itertools.repeat(listed), range(len(listed.combinations)))
         if not listed.complete:
             for combination in itertools.islice(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from placement.objects.candidates import assemble, reuse
 from placement.objects.candidates.choices import Combination
-from placement.objects.candidates.reuse import CandidateList
+from placement.kept import QueryLists
 from placement.objects.candidates.trees import Forest, Provider, Tree
 from placement.query import CandidateQuery
 
@@ -61,7 +61,7 @@ def cut_before_nested(found: Candidates, limit: int | None, nested: bool) -> boo
 
 def summarised_before_nested(found: Candidates, trees: Sequence[Tree],
                              query: CandidateQuery,
-                             kept: dict[int, CandidateList]) -> frozenset[int]:
+                             kept: QueryLists) -> frozenset[int]:
     """The providers Placement summarises before 1.29 when the limit left
     candidates out (see :func:`cut_before_nested`); ``trees`` are all the
     trees that may take part.

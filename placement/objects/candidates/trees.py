@@ -14,6 +14,7 @@ speed; that rule keeps them safe.
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, Iterable, NamedTuple
 
@@ -174,9 +175,13 @@ class Forest:
         self.trees: dict[int, Tree] = {tree.root_id: tree for tree in trees}
         self.providers: dict[int, Provider] = {
             p.id: p for tree in self.trees.values() for p in tree.providers}
-        self.anchors: dict[int, list[int]] = (
-            self._sharing_anchors()
-            if any(tree.sharing for tree in self.trees.values()) else {})
+
+    # Worked out when first asked: the forest of an answer's trees, which
+    # only its rendering reads, never is.
+    @functools.cached_property
+    def anchors(self) -> dict[int, list[int]]:
+        return (self._sharing_anchors()
+                if any(tree.sharing for tree in self.trees.values()) else {})
 
     def _sharing_anchors(self) -> dict[int, list[int]]:
         sharing = [p for p in self.providers.values() if p.is_sharing]
