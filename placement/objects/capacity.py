@@ -69,38 +69,47 @@ def usage_of_inventory() -> sa.ScalarSelect[Any]:
 _RATIO_SLACK = 1.000001
 
 
-def _fits(row: Any, class_id: int, amount: int) -> sa.ColumnElement[bool]:
-    """The inventory ``row`` is of this class and may take ``amount`` more
-    (see _RATIO_SLACK)."""
+def _fits(class_id: int, amount: int) -> sa.ColumnElement[bool]:
+    """The inventory row of the enclosing query is of this class and may
+    take ``amount`` more (see _RATIO_SLACK); its usage, the costly part,
+    tested last."""
     return sa.and_(
-        row.resource_class_id == class_id,
-        row.min_unit <= amount,
-        row.max_unit >= amount,
-        sa.literal(amount) % row.step_size == 0,
-        row.used + amount
-        <= (row.total - row.reserved) * row.allocation_ratio * _RATIO_SLACK,
+        _INV.c.resource_class_id == class_id,
+        _INV.c.min_unit <= amount,
+        _INV.c.max_unit >= amount,
+        sa.literal(amount) % _INV.c.step_size == 0,
+        usage_of_inventory() + amount
+        <= (_INV.c.total - _INV.c.reserved) * _INV.c.allocation_ratio * _RATIO_SLACK,
     )
 
 
 def trees_fitting(amounts: Iterable[tuple[int, int]]) -> sa.Select[Any]:
     """Root ids of the trees where each (class id, amount) fits on some
     provider: every tree a candidate without sharing providers can use.
-    One pass over the inventory rows of the classes asked for, usage
-    computed once per row, one flag per pair."""
-    pairs = sorted(set(amounts))
-    rows = (
-        sa.select(_INV, usage_of_inventory().label("used"))
-        .where(_INV.c.resource_class_id.in_(sorted({c for c, _ in pairs})))
-        .subquery("inventory_with_usage")
-    )
-    flags = [sa.func.max(sa.case((_fits(rows.c, class_id, amount), 1),
-                                 else_=0)) == 1
-             for class_id, amount in pairs]
+    Its one column is the root id, also the ``root_provider_id`` of the
+    only table it reads from (to order and page by, with its index).
+
+    One test per pair, in turn: a tree failing one is not tested further
+    (a full host costs one sum of usage, not one per class), and a test
+    stops at the first provider where the amount fits.  Scalar subqueries
+    rather than EXISTS: PostgreSQL turns EXISTS into joins, which took it
+    longer to plan than the whole query took to run, and which it ran for
+    every tree."""
+    root = _RP.alias("tree_root")
+    tests = [
+        sa.select(sa.literal(1))
+        .select_from(_RP)
+        .join(_INV, _INV.c.resource_provider_id == _RP.c.id)
+        .where(_RP.c.root_provider_id == root.c.id, _fits(class_id, amount))
+        .correlate(root)
+        .limit(1)
+        .scalar_subquery()
+        .is_not(None)
+        for class_id, amount in sorted(set(amounts))
+    ]
     return (
-        sa.select(_RP.c.root_provider_id)
-        .join(rows, rows.c.resource_provider_id == _RP.c.id)
-        .group_by(_RP.c.root_provider_id)
-        .having(sa.and_(*flags))
+        sa.select(root.c.root_provider_id)
+        .where(root.c.id == root.c.root_provider_id, *tests)
     )
 
 

@@ -274,3 +274,36 @@ def test_an_empty_list_of_ids_matches_nothing(served: tuple[Any, Database]) -> N
         assert search.fetch(conn, "usage", {"provider_ids": []}) == []
         assert search.fetch(conn, "entries", {"provider_ids": []}) == []
         assert search.fetch(conn, "states", {"root_ids": []}) == []
+
+
+def test_a_bounded_search_reads_the_fitting_trees_a_page_at_a_time(
+        served: tuple[Any, Database]) -> None:
+    application, db = served
+    # 40 hosts in uuid (and id) order; every third too small for 2 VCPU,
+    # and only the last ten have the trait asked for, so a limited search
+    # must go past the first pages of fitting trees to find any.
+    hosts = ["b1d00000-0000-4000-8000-%012d" % (100 + n) for n in range(40)]
+    for n, uuid in enumerate(hosts):
+        _provider(application, uuid, {"VCPU": 1 if n % 3 == 0 else 4},
+                  traits=("HW_CPU_X86_AVX2",) if n >= 30 else ())
+
+    with db.reader() as conn:
+        classes, _traits = search.check_names(conn, [])
+        amounts = [(classes["VCPU"], 2)]
+        every = search.candidate_roots(conn, amounts, 100)
+        assert every is not None and len(every) == 26
+        pages = search.candidate_roots(conn, amounts, 4)
+        assert pages is not None and len(pages) == 4
+        while True:
+            page = search.candidate_roots(conn, amounts, 8, pages[-1])
+            assert page is not None and len(page) <= 8
+            pages += page
+            if len(page) < 8:
+                break
+        assert pages == every
+
+    path = "/allocation_candidates?resources=VCPU:2&required=HW_CPU_X86_AVX2"
+    unlimited = send(application, "GET", path).json
+    limited = send(application, "GET", path + "&limit=3").json
+    assert len(unlimited["allocation_requests"]) == 6
+    assert limited["allocation_requests"] == unlimited["allocation_requests"][:3]

@@ -86,16 +86,19 @@ class QueryTrees:
         give (at once when sharing providers may take part, or took part
         in the last search for these classes: asking again would likely
         cost a query for nothing)."""
+        size = FIRST_BATCH
         roots = None
         if not self.loader.cache.shares(self._wanted):
-            roots = search.candidate_roots(self.conn, self._amounts)
+            roots = search.candidate_roots(self.conn, self._amounts, size)
         if roots is None:
             yield self.relevant_trees()
             return
-        start, size = 0, FIRST_BATCH
-        while start < len(roots):
-            yield self.loader.trees_of_roots(roots[start:start + size])
-            start, size = start + size, size * 2
+        while roots:
+            yield self.loader.trees_of_roots(roots)
+            if len(roots) < size:
+                return
+            size *= 2
+            roots = search.candidate_roots(self.conn, self._amounts, size, roots[-1])
 
 
 def _trait_names(query: CandidateQuery) -> set[str]:
