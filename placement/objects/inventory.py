@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from placement import exceptions
 from placement.db import api as db_api
 from placement.db import tables
+from placement.objects import capacity as capacity_obj
 from placement.objects import resource_class as rc_obj
 from placement.objects import resource_provider as rp_obj
 
@@ -167,21 +168,18 @@ def get_all_in(conn: sa.engine.Connection, provider_id: int
 def _capacities_statement(by_class: bool) -> sa.Select[Any]:
     """Inventories and usage of the providers in the expanding parameter
     ``provider_ids`` (and of the classes in ``class_ids`` when
-    ``by_class``); built once."""
-    providers: sa.BindParameter[Any] = sa.bindparam("provider_ids", expanding=True)
-    usage = (
-        sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
-                  sa.func.sum(_ALLOC.c.used).label("used"))
-        .where(_ALLOC.c.resource_provider_id.in_(providers))
-        .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)
-        .subquery("usage")
-    )
+    ``by_class``); built once.
+
+    Usage is summed per inventory row through the allocations' (provider,
+    class, used) index (:func:`capacity_obj.usage_of_inventory`), not joined
+    from a grouped subquery: MariaDB 10.11 ran that subquery as a lateral
+    derived table over the allocations of each class, every provider's,
+    and this statement, run by every write of allocations, took two
+    thirds of its time in the churn workload."""
     query = (
-        sa.select(_INV, sa.func.coalesce(usage.c.used, 0).label("used"))
-        .select_from(_INV.outerjoin(usage, sa.and_(
-            usage.c.resource_provider_id == _INV.c.resource_provider_id,
-            usage.c.resource_class_id == _INV.c.resource_class_id)))
-        .where(_INV.c.resource_provider_id.in_(providers))
+        sa.select(_INV, capacity_obj.usage_of_inventory().label("used"))
+        .where(_INV.c.resource_provider_id.in_(
+            sa.bindparam("provider_ids", expanding=True)))
     )
     if by_class:
         query = query.where(_INV.c.resource_class_id.in_(
