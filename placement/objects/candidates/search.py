@@ -333,17 +333,12 @@ def prepare(dialect: sa.engine.Dialect) -> None:
 def _template(dialect: sa.engine.Dialect, kind: str, by: str) -> str:
     """A search statement as SQL text with ``_IDS`` where the ids of its
     parameter ``by`` go (none for EVERYONE), compiled once per dialect."""
-    key = (dialect.name, kind, by)
-    sql = _SQL.get(key)
-    if sql is None:
+    def build() -> Any:
         statement = _statement(kind, by)
-        if by != EVERYONE:
-            statement = statement.params({by: [_IDS]})
-        sql = str(statement.compile(
-            dialect=dialect,
-            compile_kwargs={"literal_binds": True, "render_postcompile": True}))
-        assert (by == EVERYONE) == (str(_IDS) not in sql), (kind, by)
-        _remember(key, sql)
+        return statement if by == EVERYONE else statement.params({by: [_IDS]})
+
+    sql = _compiled(dialect, (kind, by), build)
+    assert (by == EVERYONE) == (str(_IDS) not in sql), (kind, by)
     return sql
 
 
@@ -405,11 +400,11 @@ def candidate_roots(conn: sa.engine.Connection,
     # plan the UNION than to plan and run both (0.85 ms against 0.62).
     if after is None:
         class_ids = sorted({class_id for class_id, _ in pairs})
-        sharing = _compiled(conn, ("sharing", *class_ids),
+        sharing = _compiled(conn.dialect, ("sharing", *class_ids),
                             lambda: _sharing_with_classes().params(class_ids=class_ids))
         if _raw_rows(conn, sharing):
             return None
-    sql = _compiled(conn, ("fitting", after is None, *pairs),
+    sql = _compiled(conn.dialect, ("fitting", after is None, *pairs),
                     lambda: _fitting_page(pairs, after is None))
     sql = sql.replace(str(_PAGE), str(int(count)))
     if after is not None:
@@ -417,17 +412,18 @@ def candidate_roots(conn: sa.engine.Connection,
     return [row[0] for row in _raw_rows(conn, sql)]
 
 
-def _compiled(conn: sa.engine.Connection, key: tuple[Any, ...],
+def _compiled(dialect: sa.engine.Dialect, key: tuple[Any, ...],
               build: Callable[[], Any]) -> str:
-    """``build``'s statement as SQL text, compiled once per dialect and
-    ``key``: a scheduler repeats the same few flavors, and building these
-    statements costs more than running them on a small cloud."""
-    sql = _SQL.get((conn.dialect.name, *key))
+    """``build``'s statement as SQL text with its parameters written in,
+    compiled once per dialect and ``key``: a scheduler repeats the same
+    few flavors, and building and compiling these statements costs more
+    than running them on a small cloud."""
+    sql = _SQL.get((dialect.name, *key))
     if sql is None:
         sql = str(build().compile(
-            dialect=conn.dialect,
+            dialect=dialect,
             compile_kwargs={"literal_binds": True, "render_postcompile": True}))
-        _remember((conn.dialect.name, *key), sql)
+        _remember((dialect.name, *key), sql)
     return sql
 
 
