@@ -169,7 +169,7 @@ class _Listing:
         # the class names (which drops what a rename made wrong) comes
         # before anything kept is used.
         self.needs_entries = bool(group.resources or group.required or group.forbidden)
-        self.loader = (Loader(conn, search.check_names(conn, [])[0], kept)
+        self.loader = (Loader(conn, search.check_names(conn, []).classes, kept)
                        if self.needs_entries else None)
         self.kept: dict[int, ListedProvider] = kept.listed
 

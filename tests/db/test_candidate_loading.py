@@ -94,7 +94,7 @@ def test_reading_everyone_loads_the_trees_the_database_would_name(
     _provider(application, FPGA_HOST, {"FPGA": 1})
 
     with db.reader() as conn:
-        classes, _traits = search.check_names(conn, [])
+        classes = search.check_names(conn, []).classes
         cache = provider_cache.of(conn.engine)
         vcpu = frozenset({"VCPU"})
         assert not cache.reads_everyone(vcpu)
@@ -126,7 +126,7 @@ def test_reading_everyone_finds_the_trees_a_sharing_provider_serves(
     _provider(application, FPGA_HOST, {"FPGA": 1})
 
     with db.reader() as conn:
-        classes, _traits = search.check_names(conn, [])
+        classes = search.check_names(conn, []).classes
         cache = provider_cache.of(conn.engine)
         wanted = [classes["VCPU"], classes["DISK_GB"]]
         assert not cache.reads_everyone(frozenset({"VCPU", "DISK_GB"}))
@@ -144,7 +144,7 @@ def test_a_class_created_after_the_names_were_read_is_named(
     # with inventory of it, before the search reads that inventory.
     application, db = served
     with db.reader() as conn:
-        classes, _traits = search.check_names(conn, [])
+        classes = search.check_names(conn, []).classes
     assert send(application, "PUT", "/resource_classes/CUSTOM_LATE").status_int == 201
     _provider(application, HOST1, {"VCPU": 4, "CUSTOM_LATE": 2})
     with db.reader() as conn:
@@ -163,7 +163,7 @@ def test_unchanged_trees_are_the_ones_read_before(
 
     def read() -> dict[str, Any]:
         with db.reader() as conn:
-            classes, _traits = search.check_names(conn, [])
+            classes = search.check_names(conn, []).classes
             trees = _loader(conn, classes).relevant_trees([classes["VCPU"]])
         forest = Forest(trees)
         return {forest.providers[tree.root_id].uuid: tree for tree in trees}
@@ -199,7 +199,7 @@ def test_a_tree_read_in_another_order_is_the_same_tree(
     _provider(application, HOST1, {"DISK_GB": 100}, aggregates=(AGGREGATE,))
     _provider(application, NUMA1, {"VCPU": 8}, parent=HOST1)
     with db.reader() as conn:
-        classes, _traits = search.check_names(conn, [])
+        classes = search.check_names(conn, []).classes
         loader = _loader(conn, classes)
         tree, = loader.relevant_trees([classes["VCPU"]])
         # As if the database had listed the bucket's items in another
@@ -245,7 +245,7 @@ def test_trees_of_every_bucket_are_built_together(
     monkeypatch.setattr(search, "fetch", one_bucket_per_tree)
     monkeypatch.setattr(Loader, "_build", counted_build)
     with db.reader() as conn:
-        classes, _traits = search.check_names(conn, [])
+        classes = search.check_names(conn, []).classes
         trees = _loader(conn, classes).relevant_trees([classes["VCPU"]])
     assert len(trees) == 3
     assert builds == [3]
@@ -288,7 +288,7 @@ def test_a_bounded_search_reads_the_fitting_trees_a_page_at_a_time(
                   traits=("HW_CPU_X86_AVX2",) if n >= 30 else ())
 
     with db.reader() as conn:
-        classes, _traits = search.check_names(conn, [])
+        classes = search.check_names(conn, []).classes
         amounts = [(classes["VCPU"], 2)]
         every = search.candidate_roots(conn, amounts, 100)
         assert every is not None and len(every) == 26
@@ -307,3 +307,25 @@ def test_a_bounded_search_reads_the_fitting_trees_a_page_at_a_time(
     limited = send(application, "GET", path + "&limit=3").json
     assert len(unlimited["allocation_requests"]) == 6
     assert limited["allocation_requests"] == unlimited["allocation_requests"][:3]
+
+
+def test_the_names_query_tells_whether_sharing_providers_hold_a_class(
+        served: tuple[Any, Database]) -> None:
+    application, db = served
+    _provider(application, HOST1, {"VCPU": 8, "DISK_GB": 100})
+    with db.reader() as conn:
+        names = search.check_names(conn, ["HW_CPU_X86_AVX2"], ["DISK_GB"])
+        assert names.shared is False
+        assert names.traits == {"HW_CPU_X86_AVX2": names.traits["HW_CPU_X86_AVX2"]}
+        # Not asked: not told.
+        assert search.check_names(conn, []).shared is None
+
+    _provider(application, DISKS, {"DISK_GB": 1000},
+              traits=("MISC_SHARES_VIA_AGGREGATE",))
+    with db.reader() as conn:
+        assert search.check_names(conn, [], ["DISK_GB"]).shared is True
+        assert search.check_names(conn, [], ["VCPU", "DISK_GB"]).shared is True
+        # A sharing provider of other classes does not count.
+        assert search.check_names(conn, [], ["VCPU"]).shared is False
+        # Nor a class nobody knows.
+        assert search.check_names(conn, [], ["CUSTOM_NOPE"]).shared is False

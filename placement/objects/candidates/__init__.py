@@ -78,7 +78,7 @@ def find(ctx: RequestContext, query: CandidateQuery, *, limit: int | None = None
         # Read: the trees that may take part, through the worker's memory
         # (``kept`` enters the search here and nowhere else); a batch at a
         # time when the answer takes the first few candidates.
-        source = QueryTrees(conn, query, nested, kept)
+        source = QueryTrees(conn, query, nested, kept, bounded=first_only)
         batches = source.batches() if first_only else [source.relevant_trees()]
         # Compute: the candidates of each batch, as the worker kept them
         # for unchanged trees, lazily.

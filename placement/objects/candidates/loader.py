@@ -60,16 +60,23 @@ class QueryTrees:
     """
 
     def __init__(self, conn: sa.engine.Connection, query: CandidateQuery,
-                 nested: bool, kept: Kept) -> None:
-        classes, traits = search.check_names(conn, sorted(_trait_names(query)))
-        _check_names(query, classes, traits)
+                 nested: bool, kept: Kept, bounded: bool = False) -> None:
+        wanted = frozenset(query.resource_class_names)
+        # A bounded search may read its trees a batch at a time unless
+        # sharing providers may take part (or took part in the last search
+        # for these classes: asking again would likely cost for nothing).
+        may_batch = bounded and bool(wanted) and not kept.shares(wanted)
+        names = search.check_names(conn, sorted(_trait_names(query)),
+                                   sorted(wanted) if may_batch else None)
+        classes = names.classes
+        _check_names(query, classes, names.traits)
         self.conn = conn
         self.loader = Loader(conn, classes, kept)
         self.lists = kept.candidates.of(reuse.query_key(query, nested))
         self._amounts = [(classes[name], amount) for group in query.groups
                          for name, amount in group.resources]
         self._class_ids = [classes[name] for name in query.resource_class_names]
-        self._wanted = frozenset(query.resource_class_names)
+        self._batched = may_batch and names.shared is False
         self._relevant: list[Tree] | None = None
 
     def relevant_trees(self) -> list[Tree]:
@@ -83,16 +90,13 @@ class QueryTrees:
         at a time, in root order, each read when it is needed: a small
         limit reads few trees whatever the size of the deployment.  Same
         candidates, in the same order, as :meth:`relevant_trees` would
-        give (at once when sharing providers may take part, or took part
-        in the last search for these classes: asking again would likely
-        cost a query for nothing)."""
-        size = FIRST_BATCH
-        roots = None
-        if not self.loader.cache.shares(self._wanted):
-            roots = search.candidate_roots(self.conn, self._amounts, size)
-        if roots is None:
+        give (at once when the search was not made ``bounded``, or when
+        sharing providers may take part)."""
+        if not self._batched:
             yield self.relevant_trees()
             return
+        size = FIRST_BATCH
+        roots = search.candidate_roots(self.conn, self._amounts, size)
         while roots:
             yield self.loader.trees_of_roots(roots)
             if len(roots) < size:

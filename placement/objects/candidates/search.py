@@ -1,7 +1,8 @@
 """SQL of the candidate search: a handful of set-based queries per request.
 
 1. :func:`check_names` — every resource class, and are the requested
-   traits known?  One query for both.
+   traits known?  One query for both, which also tells, for a bounded
+   search, whether a sharing provider has inventory of a requested class.
 2. ``states`` (:func:`fetch`) — one row per bucket of trees that have
    inventory of a requested class (or of the trees named, or of every
    tree): what must be read afresh by every search, since it may change
@@ -27,7 +28,7 @@ happens in memory in :mod:`.assemble`.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import sqlalchemy as sa
 
@@ -51,30 +52,62 @@ _REMOVALS = tables.allocation_removals
 _CHUNK = 5000
 
 
-def check_names(conn: sa.engine.Connection, traits: Sequence[str]
-                ) -> tuple[dict[str, int], dict[str, int]]:
-    """``({class: id}, {trait: id})``: every resource class, and those of
-    the ``traits`` that exist.  One query for both; all classes, because
+class Names(NamedTuple):
+    """What :func:`check_names` found."""
+
+    classes: dict[str, int]
+    traits: dict[str, int]
+    # Whether a sharing provider has inventory of one of the classes asked
+    # about (None when not asked).
+    shared: bool | None = None
+
+
+def check_names(conn: sa.engine.Connection, traits: Sequence[str],
+                sharing_of: Sequence[str] | None = None) -> Names:
+    """Every resource class, those of the ``traits`` that exist, and (when
+    ``sharing_of`` names classes) whether some sharing provider has
+    inventory of any of them.  One query for all; all classes, because
     the summaries name the classes of every inventory and usage row.
     Every search starts here: the statement is built once and its rows
     are taken from the driver's cursor (see :func:`fetch`)."""
-    result = db_api.run_rendered(conn, _names_statement(),
-                                 {"trait_names": sorted(set(traits)) or [""]})
+    params = {"trait_names": sorted(set(traits)) or [""]}
+    if sharing_of is not None:
+        params["sharing_of"] = sorted(set(sharing_of)) or [""]
+    result = db_api.run_rendered(conn, _names_statement(sharing_of is not None), params)
     try:
         rows = result.cursor.fetchall()
     finally:
         result.close()
-    found: dict[str, dict[str, int]] = {"c": {}, "t": {}}
+    found: dict[str, dict[str, int]] = {"c": {}, "t": {}, "s": {}}
     for kind, name, id_ in rows:
         found[kind][name] = id_
-    return found["c"], found["t"]
+    return Names(found["c"], found["t"],
+                 None if sharing_of is None else bool(found["s"]))
 
 
 @functools.cache
-def _names_statement() -> sa.CompoundSelect:
-    return sa.select(sa.literal("c").label("kind"), _RC.c.name, _RC.c.id).union_all(
+def _names_statement(with_sharing: bool) -> sa.CompoundSelect:
+    parts = [
+        sa.select(sa.literal("c").label("kind"), _RC.c.name, _RC.c.id),
         sa.select(sa.literal("t").label("kind"), _TRAITS.c.name, _TRAITS.c.id)
-        .where(_TRAITS.c.name.in_(sa.bindparam("trait_names", expanding=True))))
+        .where(_TRAITS.c.name.in_(sa.bindparam("trait_names", expanding=True))),
+    ]
+    if with_sharing:
+        # A row when some provider with the sharing trait has inventory of
+        # a class of ``sharing_of`` (see candidate_roots): asked in the
+        # same round trip as the names, which every search reads anyway.
+        classes = (sa.select(_RC.c.id)
+                   .where(_RC.c.name.in_(sa.bindparam("sharing_of", expanding=True))))
+        sharing = (
+            sa.select(_INV.c.resource_provider_id)
+            .join(_RP_TRAITS,
+                  _RP_TRAITS.c.resource_provider_id == _INV.c.resource_provider_id)
+            .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
+            .where(_TRAITS.c.name == SHARING_TRAIT,
+                   _INV.c.resource_class_id.in_(classes)))
+        parts.append(sa.select(sa.literal("s").label("kind"), sa.literal(""),
+                               sa.literal(0)).where(sharing.exists()))
+    return sa.union_all(*parts)
 
 
 def _roots(by_class: bool) -> Any:
@@ -378,12 +411,11 @@ def _raw_rows(conn: sa.engine.Connection, sql: str) -> list[tuple[Any, ...]]:
 
 def candidate_roots(conn: sa.engine.Connection,
                     amounts: Sequence[tuple[int, int]], count: int,
-                    after: int | None = None) -> list[int] | None:
+                    after: int | None = None) -> list[int]:
     """The first ``count`` roots (after root ``after``, when given) of
     the trees where each requested (class id, amount) fits on some
-    provider, in id order; None when some sharing provider has inventory
-    of a requested class (its trees cannot then be taken one batch at a
-    time), which only the first page (no ``after``) asks.
+    provider, in id order.  Only for a search no sharing provider can
+    take part in (:func:`check_names` tells).
 
     Without sharing providers every allocation of a candidate comes from
     its own tree, so a tree failing this test has no candidate: full
@@ -393,17 +425,7 @@ def candidate_roots(conn: sa.engine.Connection,
     searches need one page, and summing the usage of every inventory of
     every tree was most of what this query cost.
     """
-    if not amounts:
-        return None
     pairs = tuple(sorted(set(amounts)))
-    # Two statements, not one with a UNION: PostgreSQL took longer to
-    # plan the UNION than to plan and run both (0.85 ms against 0.62).
-    if after is None:
-        class_ids = sorted({class_id for class_id, _ in pairs})
-        sharing = _compiled(conn.dialect, ("sharing", *class_ids),
-                            lambda: _sharing_with_classes().params(class_ids=class_ids))
-        if _raw_rows(conn, sharing):
-            return None
     sql = _compiled(conn.dialect, ("fitting", after is None, *pairs),
                     lambda: _fitting_page(pairs, after is None))
     sql = sql.replace(str(_PAGE), str(int(count)))
@@ -440,17 +462,3 @@ def _fitting_page(pairs: tuple[tuple[int, int], ...], first_page: bool) -> Any:
     if not first_page:
         roots = roots.where(root > _IDS)
     return roots.order_by(root).limit(_PAGE)
-
-
-@functools.cache
-def _sharing_with_classes() -> sa.Select[Any]:
-    return (
-        sa.select(_INV.c.resource_provider_id)
-        .join(_RP_TRAITS,
-              _RP_TRAITS.c.resource_provider_id == _INV.c.resource_provider_id)
-        .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
-        .where(_TRAITS.c.name == SHARING_TRAIT,
-               _INV.c.resource_class_id.in_(
-                   sa.bindparam("class_ids", expanding=True)))
-        .limit(1)
-    )
