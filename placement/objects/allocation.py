@@ -21,7 +21,9 @@ How a write stays right under concurrency (``replace_all``):
    lost some (``db/allocation_removals.py``: how workers learn that its
    usage changed without a generation bump), insert the new ones in one
    batch, save the consumers with a compare-and-swap on their generation
-   (creating missing projects, users and consumer types on the way), and
+   (creating missing projects, users and consumer types on the way; on
+   PostgreSQL a write that only creates consumers does all three in one
+   statement, :func:`consumer.create_with_allocations_in`), and
    increment the
    generations of providers as :func:`bumped_provider_ids` says -- on
    PostgreSQL in the locking statement itself
@@ -382,9 +384,26 @@ def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
         for provider_uuid, resources in claim.resources.items()
         for name, amount in resources.items()
     ]
+    if _only_creates(conn, plan, state):
+        project, user = plan.incomplete
+        assert plan.identities is not None  # read with the plan
+        consumer_obj.create_with_allocations_in(conn, [
+            consumer_obj.NewConsumer(claim.consumer_uuid, claim.project_id or project,
+                                     claim.user_id or user, claim.consumer_type)
+            for claim in plan.claims], rows, plan.identities)
+        return
     if rows:
         conn.execute(_INSERT_ALLOCATIONS, rows)
     consumer_obj.save_in(conn, _consumer_writes(conn, plan), state.stored)
+
+
+def _only_creates(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> bool:
+    """Whether the write only creates consumers, each with allocations (a
+    scheduler's claim), where one statement can do all of it (PostgreSQL;
+    see consumer.create_with_allocations_in)."""
+    return (conn.dialect.name == "postgresql" and not state.old and not state.stored
+            and plan.identities is not None
+            and all(claim.resources for claim in plan.claims))
 
 
 def bumped_provider_ids(plan: Plan, state: WriteState) -> set[int]:

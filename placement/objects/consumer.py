@@ -189,6 +189,130 @@ def _insert_together_statement(which: tuple[bool, ...]) -> sa.CompoundSelect:
     return sa.union_all(*added)
 
 
+@dataclasses.dataclass(frozen=True)
+class NewConsumer:
+    """A consumer a write creates, with the external ids and names of its
+    project, user and type (None: no type)."""
+
+    uuid: str
+    project: str
+    user: str
+    consumer_type: str | None
+
+
+# Tags of the counts create_with_allocations_in's statement returns.
+_CREATED_CONSUMERS, _CREATED_ALLOCATIONS = 30, 31
+
+
+def create_with_allocations_in(conn: sa.engine.Connection, consumers: list[NewConsumer],
+                               allocations: list[dict[str, Any]],
+                               known: Identities) -> None:
+    """PostgreSQL: create ``consumers``, none of which existed when the
+    write read them, their ``allocations`` (rows of the allocations table)
+    and whatever projects, users and types they name that ``known`` (the
+    ids the write read) lacks -- in one statement, where
+    :func:`resolve_identities_in`, :func:`save_in` and the insert of the
+    allocations take three: a scheduler's claim costs two round trips
+    fewer.
+
+    A project, user or type that a concurrent writer created after the
+    write's read is skipped by the insert, and its consumer is then not
+    created either: the write raises :class:`ConsumerChanged` and starts
+    over, finding it (as for a consumer created concurrently, which the
+    unique uuid refuses).
+    """
+    names: tuple[list[str | None], ...] = (
+        [c.project for c in consumers], [c.user for c in consumers],
+        [c.consumer_type for c in consumers])
+    have = (known.projects, known.users, known.types)
+    missing = tuple(sorted({name for name in wanted if name is not None} - set(ids))
+                    for wanted, ids in zip(names, have, strict=True))
+    now = _utcnow()
+    params: dict[str, Any] = {"now": now, "consumer_uuids": [c.uuid for c in consumers]}
+    for tag, wanted, ids, absent in zip(_IDENTITY_TAGS, names, have, missing, strict=True):
+        params["ids_%d" % tag] = [None if name is None else ids.get(name) for name in wanted]
+        params["names_%d" % tag] = wanted
+        if absent:
+            params["missing_%d" % tag] = list(absent)
+    for column in ("resource_provider_id", "resource_class_id", "consumer_id", "used"):
+        params["allocation_" + column] = [row[column] for row in allocations]
+    statement = _create_together_statement(tuple(bool(names) for names in missing))
+    counts = {tag: count for tag, count in conn.execute(statement, params)}
+    if counts[_CREATED_CONSUMERS] != len(consumers):
+        raise ConsumerChanged(", ".join(c.uuid for c in consumers))
+    if counts[_CREATED_ALLOCATIONS] != len(allocations):  # pragma: no cover
+        raise AssertionError("allocations not all inserted")
+
+
+@functools.cache
+def _create_together_statement(which: tuple[bool, ...]) -> sa.CompoundSelect:
+    """The statement of :func:`create_with_allocations_in`, for the tables
+    of :func:`_tables` ``which`` says have names to insert (array
+    parameters ``missing_<tag>``).  Each consumer comes as one element of
+    the arrays ``consumer_uuids``, ``ids_<tag>`` (its project, user and
+    type row ids, NULL where unknown) and ``names_<tag>``; each allocation
+    as one element of the ``allocation_<column>`` arrays.  Returns the
+    number of consumers and of allocations inserted.  Every data-changing
+    WITH clause runs exactly once, whether read or not."""
+    from sqlalchemy.dialects import postgresql
+
+    def array(name: str, of: Any) -> Any:
+        return sa.func.unnest(sa.bindparam(name, type_=postgresql.ARRAY(of)))
+
+    now = sa.bindparam("now", type_=sa.DateTime)
+    claimed_columns = [array("consumer_uuids", sa.String).label("uuid")]
+    added = {}
+    for tag, (table, column), wanted in zip(_IDENTITY_TAGS, _tables(), which, strict=True):
+        claimed_columns += [array("ids_%d" % tag, sa.Integer).label("id_%d" % tag),
+                            array("names_%d" % tag, sa.String).label("name_%d" % tag)]
+        if wanted:
+            added[tag] = (
+                postgresql.insert(table)
+                .from_select([column.name, "created_at"],
+                             sa.select(array("missing_%d" % tag, sa.String), now))
+                .on_conflict_do_nothing()
+                .returning(column.label("name"), table.c.id)
+                .cte("added_" + table.name))
+    claimed = sa.select(*claimed_columns).subquery("claimed")
+
+    def resolved(tag: int) -> Any:
+        known = claimed.c["id_%d" % tag]
+        if tag not in added:
+            return known
+        inserted = added[tag]
+        return sa.func.coalesce(known, sa.select(inserted.c.id).where(
+            inserted.c.name == claimed.c["name_%d" % tag]).scalar_subquery())
+
+    project, user, type_ = (resolved(tag) for tag in _IDENTITY_TAGS)
+    consumers = (
+        postgresql.insert(_CONSUMERS)
+        .from_select(
+            ["uuid", "project_id", "user_id", "generation", "consumer_type_id", "created_at"],
+            sa.select(claimed.c.uuid, project, user, sa.literal(1, sa.Integer), type_, now)
+            # Nothing for a consumer whose project, user or type a
+            # concurrent writer created: the count tells.
+            .where(project.is_not(None), user.is_not(None),
+                   sa.or_(claimed.c["name_%d" % _IDENTITY_TAGS[2]].is_(None),
+                          type_.is_not(None))))
+        .returning(_CONSUMERS.c.id)
+        .cte("new_consumers"))
+    allocation_columns = ("resource_provider_id", "resource_class_id", "consumer_id", "used")
+    allocations = (
+        postgresql.insert(tables.allocations)
+        .from_select([*allocation_columns, "created_at"], sa.select(
+            *[array("allocation_" + column,
+                    sa.String if column == "consumer_id" else sa.Integer)
+              for column in allocation_columns], now))
+        .returning(tables.allocations.c.id)
+        .cte("new_allocations"))
+    return sa.union_all(
+        sa.select(sa.literal(_CREATED_CONSUMERS, sa.Integer),
+                  sa.select(sa.func.count()).select_from(consumers).scalar_subquery()),
+        sa.select(sa.literal(_CREATED_ALLOCATIONS, sa.Integer),
+                  sa.select(sa.func.count()).select_from(allocations).scalar_subquery()),
+    )
+
+
 def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],
                           users: set[str], types: set[str],
                           known: Identities | None = None) -> Identities:

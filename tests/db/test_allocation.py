@@ -196,3 +196,79 @@ def test_a_delete_racing_a_move_of_the_same_consumer_removes_everything(
         consumers = conn.execute(sa.select(sa.func.count()).select_from(tables.consumers)
                                  .where(tables.consumers.c.uuid == instance))
         assert consumers.scalar_one() == 0
+
+
+@pytest.fixture
+def pg_ctx() -> Iterator[Any]:
+    with _context("postgresql") as context:
+        yield context
+
+
+def _allocation_row(provider_id: int, class_id: int, consumer_uuid: str, used: int
+                    ) -> dict[str, Any]:
+    return {"resource_provider_id": provider_id, "resource_class_id": class_id,
+            "consumer_id": consumer_uuid, "used": used}
+
+
+def test_consumers_and_allocations_are_created_in_one_statement(pg_ctx: Any) -> None:
+    """PostgreSQL's claim path: new projects, users and types, the
+    consumers naming them (or known ones) and their allocations."""
+    ctx = pg_ctx
+    _providers_with_vcpus(ctx, ["rp1"])
+    with ctx.db.writer() as conn:
+        known = consumer.resolve_identities_in(conn, {"old-project"}, set(), set())
+    with ctx.db.writer() as conn:
+        rp_id = conn.execute(sa.select(tables.resource_providers.c.id)).scalar_one()
+        consumer.create_with_allocations_in(conn, [
+            consumer.NewConsumer("c1", "old-project", "new-user", "INSTANCE"),
+            consumer.NewConsumer("c2", "new-project", "new-user", None),
+        ], [_allocation_row(rp_id, 0, "c1", 2), _allocation_row(rp_id, 0, "c2", 3)],
+            known)
+    with ctx.db.reader() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT c.uuid, p.external_id, u.external_id, t.name, c.generation "
+            "FROM consumers c JOIN projects p ON p.id = c.project_id "
+            "JOIN users u ON u.id = c.user_id "
+            "LEFT JOIN consumer_types t ON t.id = c.consumer_type_id ORDER BY c.uuid")).all()
+        used = conn.execute(sa.text(
+            "SELECT consumer_id, used FROM allocations ORDER BY consumer_id")).all()
+    assert [tuple(row) for row in rows] == [
+        ("c1", "old-project", "new-user", "INSTANCE", 1),
+        ("c2", "new-project", "new-user", None, 1)]
+    assert [tuple(row) for row in used] == [("c1", 2), ("c2", 3)]
+
+
+def test_a_project_created_concurrently_makes_the_one_statement_start_over(
+        pg_ctx: Any) -> None:
+    """A project another writer inserted after this write read its ids is
+    skipped by the insert: the consumer is not created, ConsumerChanged
+    says the write must start over, and nothing of it stays."""
+    ctx = pg_ctx
+    _providers_with_vcpus(ctx, ["rp1"])
+    inserted = threading.Event()
+    errors: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            inserted.wait(10)
+            with ctx.db.writer() as conn:
+                rp_id = conn.execute(sa.select(tables.resource_providers.c.id)).scalar_one()
+                consumer.create_with_allocations_in(
+                    conn, [consumer.NewConsumer("c1", "shared", "user", None)],
+                    [_allocation_row(rp_id, 0, "c1", 1)], consumer.Identities({}, {}, {}))
+        except BaseException as exc:  # reported to the test thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    with ctx.db.writer() as conn:
+        consumer.resolve_identities_in(conn, {"shared"}, set(), set())
+        inserted.set()
+        # Give the second writer time to block on the uncommitted row.
+        thread.join(0.5)
+    thread.join(30)
+    assert len(errors) == 1 and isinstance(errors[0], consumer.ConsumerChanged), errors
+    with ctx.db.reader() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM consumers")).scalar_one() == 0
+        assert conn.execute(sa.text("SELECT count(*) FROM allocations")).scalar_one() == 0
+        assert conn.execute(sa.text("SELECT count(*) FROM users")).scalar_one() == 0
