@@ -56,6 +56,24 @@ def _upsert(dialect: str) -> Any:
     return sa.dialects.mysql.insert(_REMOVALS).on_duplicate_key_update(added)
 
 
+def counting_cte() -> Any:
+    """PostgreSQL: :func:`count_in` as a WITH clause of a statement that
+    does more, for the providers of the integer array parameter
+    ``removed_from`` (distinct, in id order, as :func:`count_in` takes
+    its locks)."""
+    from sqlalchemy.dialects import postgresql
+
+    providers = sa.func.unnest(sa.bindparam("removed_from", type_=postgresql.ARRAY(sa.Integer)))
+    return (postgresql.insert(_REMOVALS)
+            .from_select(["resource_provider_id", "removals"],
+                         sa.select(providers, sa.literal(1, sa.Integer)))
+            .on_conflict_do_update(
+                index_elements=[_REMOVALS.c.resource_provider_id],
+                set_={"removals": _REMOVALS.c.removals + sa.literal_column("1")})
+            .returning(_REMOVALS.c.resource_provider_id)
+            .cte("counted"))
+
+
 def count_in(conn: sa.engine.Connection, provider_ids: Iterable[int]) -> None:
     """Add one to the removal count of each of these providers, in the
     transaction that deletes their allocations.

@@ -23,7 +23,9 @@ How a write stays right under concurrency (``replace_all``):
    batch, save the consumers with a compare-and-swap on their generation
    (creating missing projects, users and consumer types on the way; on
    PostgreSQL a write that only creates consumers does all three in one
-   statement, :func:`consumer.create_with_allocations_in`), and
+   statement, :func:`consumer.create_with_allocations_in`, and one that
+   only removes deletes, counts and drops its consumers in one,
+   :func:`_remove_all_in`), and
    increment the
    generations of providers as :func:`bumped_provider_ids` says -- on
    PostgreSQL in the locking statement itself
@@ -364,6 +366,9 @@ _BUMP = (_RP.update()
 
 def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
     """Replace the allocations and save the consumers."""
+    if _only_removes(conn, plan, state):
+        _remove_all_in(conn, plan, state)
+        return
     if state.old:
         old_ids = {"allocation_ids": [row.id for row in state.old]}
         if commit_outcome.wants_transaction_id(conn):
@@ -395,6 +400,58 @@ def apply_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
     if rows:
         conn.execute(_INSERT_ALLOCATIONS, rows)
     consumer_obj.save_in(conn, _consumer_writes(conn, plan), state.stored)
+
+
+def _only_removes(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> bool:
+    """Whether the write takes every allocation of its consumers away (a
+    deleted or moved instance) and nothing else, where one statement can
+    do all of it (PostgreSQL; see _remove_all_in)."""
+    return (conn.dialect.name == "postgresql" and bool(state.old)
+            and not any(claim.resources for claim in plan.claims))
+
+
+@functools.cache
+def _remove_all_statement() -> sa.Select[Any]:
+    """Delete the allocation rows of the array parameter
+    ``allocation_ids``, count a removal for each provider of
+    ``removed_from`` and delete the consumer rows with a compare-and-swap
+    (consumer.deleting_cte); returns the transaction id, and the number
+    of consumer rows deleted.  The scalar subqueries run in the order
+    written, which is the order every write takes these row locks in:
+    allocations, removal counts, consumers."""
+    from sqlalchemy.dialects import postgresql
+
+    gone = (_ALLOC.delete()
+            .where(_ALLOC.c.id == sa.any_(sa.bindparam(
+                "allocation_ids", type_=postgresql.ARRAY(sa.Integer))))
+            .returning(_ALLOC.c.id)
+            .cte("gone"))
+    counted = allocation_removals.counting_cte()
+    dropped = consumer_obj.deleting_cte()
+
+    def count(cte: Any) -> Any:
+        return sa.select(sa.func.count()).select_from(cte).scalar_subquery()
+
+    return sa.select(commit_outcome.TRANSACTION_ID, count(gone), count(counted),
+                     count(dropped))
+
+
+def _remove_all_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> None:
+    """:func:`apply_in` for a write that only removes (see _only_removes),
+    in one statement where it would take three: the allocations, the
+    removal counts, the consumers."""
+    dropping = [state.stored[claim.consumer_uuid] for claim in plan.claims
+                if claim.consumer_uuid in state.stored]
+    row = conn.execute(_remove_all_statement(), {
+        "allocation_ids": [row.id for row in state.old],
+        "removed_from": sorted({row.resource_provider_id for row in state.old}),
+        "row_ids": [consumer.id for consumer in dropping],
+        "read_generations": [consumer.generation for consumer in dropping],
+    }).one()
+    if commit_outcome.wants_transaction_id(conn):
+        commit_outcome.note_transaction_id(conn, row[0])
+    if row[3] != len(dropping):
+        raise consumer_obj.ConsumerChanged(", ".join(c.uuid for c in dropping))
 
 
 def _only_creates(conn: sa.engine.Connection, plan: Plan, state: WriteState) -> bool:

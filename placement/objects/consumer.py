@@ -494,6 +494,27 @@ def save_in(conn: sa.engine.Connection, writes: list[ConsumerWrite],
         conn.execute(_INSERT, new_rows)
 
 
+def deleting_cte() -> Any:
+    """PostgreSQL: the compare-and-swap deletes of :func:`save_in` as a
+    WITH clause of a statement that does more, for the consumers of the
+    integer array parameters ``row_ids`` and ``read_generations`` (one
+    element each); returns the ids of the rows deleted, whose count tells
+    whether a concurrent writer changed any (then :class:`ConsumerChanged`)."""
+    from sqlalchemy.dialects import postgresql
+
+    wanted = sa.select(
+        sa.func.unnest(sa.bindparam("row_ids", type_=postgresql.ARRAY(sa.Integer)))
+        .label("row_id"),
+        sa.func.unnest(sa.bindparam("read_generations", type_=postgresql.ARRAY(sa.Integer)))
+        .label("generation"),
+    ).subquery("read")
+    return (_CONSUMERS.delete()
+            .where(_CONSUMERS.c.id == wanted.c.row_id,
+                   _CONSUMERS.c.generation == wanted.c.generation)
+            .returning(_CONSUMERS.c.id)
+            .cte("dropped"))
+
+
 def delete_in(conn: sa.engine.Connection, consumer: StoredConsumer) -> None:
     """Remove a consumer whose allocations were all deleted."""
     deleted = conn.execute(_CONSUMERS.delete().where(
