@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import operator
 from typing import Any, Iterable, TYPE_CHECKING
 
@@ -153,6 +154,54 @@ def _text(column: Any) -> Any:
     return sa.func.coalesce(sa.cast(column, sa.String), "")
 
 
+@functools.cache
+def _listing_statement(by_name: bool, by_uuid: bool, in_tree: bool, with_usage: bool,
+                       with_aggregates: bool) -> sa.CompoundSelect:
+    """Rows of (kind, provider id, text) for a listing, by its parameters
+    ``name``, ``uuid``, ``root_id``, ``class_ids`` and ``aggregate_uuids``
+    where the flags say so:
+
+    * ``p``: ``<generation>;<parent id>;<root id>;<uuid>;<created>;
+      <updated>;<name>`` (the name last: it may hold anything);
+    * ``u``: ``<class id> <used>`` for each class asked for;
+    * ``a``: the uuid of each aggregate asked about the provider is in.
+
+    Built once per shape of filters: a compute node's heartbeat lists its
+    tree, and building the statement cost more than reading it.
+    """
+    def where(query: sa.Select[Any]) -> sa.Select[Any]:
+        if by_name:
+            query = query.where(_RP.c.name == sa.bindparam("name"))
+        if by_uuid:
+            query = query.where(_RP.c.uuid == sa.bindparam("uuid"))
+        if in_tree:
+            query = query.where(_RP.c.root_provider_id == sa.bindparam("root_id"))
+        return query
+
+    provider = (
+        _text(_RP.c.generation) + ";" + _text(_RP.c.parent_provider_id) + ";"
+        + _text(_RP.c.root_provider_id) + ";" + _RP.c.uuid + ";"
+        + _text(_RP.c.created_at) + ";" + _text(_RP.c.updated_at) + ";"
+        + _RP.c.name)
+    parts = [where(sa.select(sa.literal("p").label("kind"), _RP.c.id,
+                             provider.label("text")))]
+    if with_usage:
+        parts.append(where(
+            sa.select(sa.literal("u"), _ALLOC.c.resource_provider_id,
+                      _text(_ALLOC.c.resource_class_id) + " "
+                      + _text(sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer)))
+            .join(_RP, _RP.c.id == _ALLOC.c.resource_provider_id)
+            .where(_ALLOC.c.resource_class_id.in_(sa.bindparam("class_ids", expanding=True)))
+            .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)))
+    if with_aggregates:
+        parts.append(where(
+            sa.select(sa.literal("a"), _RP_AGGS.c.resource_provider_id, _AGGS.c.uuid)
+            .join(_AGGS, _AGGS.c.id == _RP_AGGS.c.aggregate_id)
+            .join(_RP, _RP.c.id == _RP_AGGS.c.resource_provider_id)
+            .where(_AGGS.c.uuid.in_(sa.bindparam("aggregate_uuids", expanding=True)))))
+    return sa.union_all(*parts)
+
+
 class _Listing:
     """One request's reading and judging of the providers."""
 
@@ -173,52 +222,26 @@ class _Listing:
                        if self.needs_entries else None)
         self.kept: dict[int, ListedProvider] = kept.listed
 
-    def _where(self, query: sa.Select[Any]) -> sa.Select[Any]:
-        filters = self.filters
-        if filters.name:
-            query = query.where(_RP.c.name == filters.name)
-        if filters.uuid:
-            query = query.where(_RP.c.uuid == filters.uuid)
-        if self.root_id is not None:
-            query = query.where(_RP.c.root_provider_id == self.root_id)
-        return query
-
-    def _statement(self) -> Any:
-        """Rows of (kind, provider id, text):
-
-        * ``p``: ``<generation>;<parent id>;<root id>;<uuid>;<created>;
-          <updated>;<name>`` (the name last: it may hold anything);
-        * ``u``: ``<class id> <used>`` for each class asked for;
-        * ``a``: the uuid of each aggregate asked about the provider is in.
-        """
-        provider = (
-            _text(_RP.c.generation) + ";" + _text(_RP.c.parent_provider_id) + ";"
-            + _text(_RP.c.root_provider_id) + ";" + _RP.c.uuid + ";"
-            + _text(_RP.c.created_at) + ";" + _text(_RP.c.updated_at) + ";"
-            + _RP.c.name)
-        parts = [self._where(sa.select(sa.literal("p").label("kind"), _RP.c.id,
-                                       provider.label("text")))]
-        if self.class_ids:
-            parts.append(self._where(
-                sa.select(sa.literal("u"), _ALLOC.c.resource_provider_id,
-                          _text(_ALLOC.c.resource_class_id) + " "
-                          + _text(sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer)))
-                .join(_RP, _RP.c.id == _ALLOC.c.resource_provider_id)
-                .where(_ALLOC.c.resource_class_id.in_(sorted(self.class_ids.values())))
-                .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)))
-        named = set().union(*self.group.member_of, self.group.not_member_of)
-        if named:
-            parts.append(self._where(
-                sa.select(sa.literal("a"), _RP_AGGS.c.resource_provider_id, _AGGS.c.uuid)
-                .join(_AGGS, _AGGS.c.id == _RP_AGGS.c.aggregate_id)
-                .join(_RP, _RP.c.id == _RP_AGGS.c.resource_provider_id)
-                .where(_AGGS.c.uuid.in_(sorted(named)))))
-        return sa.union_all(*parts)
-
     def _rows(self) -> list[tuple[str, int, str]]:
+        filters = self.filters
+        named = set().union(*self.group.member_of, self.group.not_member_of)
+        statement = _listing_statement(bool(filters.name), bool(filters.uuid),
+                                       self.root_id is not None, bool(self.class_ids),
+                                       bool(named))
+        params: dict[str, Any] = {}
+        if filters.name:
+            params["name"] = filters.name
+        if filters.uuid:
+            params["uuid"] = filters.uuid
+        if self.root_id is not None:
+            params["root_id"] = self.root_id
+        if self.class_ids:
+            params["class_ids"] = sorted(self.class_ids.values())
+        if named:
+            params["aggregate_uuids"] = sorted(named)
         # Straight from the driver's cursor: building result rows for ten
         # thousand providers costs more than the judging.
-        result = self.conn.execute(self._statement())
+        result = self.conn.execute(statement, params)
         try:
             return list(result.cursor.fetchall())
         finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import logging
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -206,10 +207,21 @@ def ids_by_name(conn: sa.engine.Connection, names: Iterable[str]) -> dict[str, i
 def names_by_id(conn: sa.engine.Connection, ids: Iterable[int] | None = None
                 ) -> dict[int, str]:
     """``{id: name}`` for these ids (all classes when ``ids`` is None)."""
-    query = sa.select(_RC.c.id, _RC.c.name)
-    if ids is not None:
-        wanted = sorted(set(ids))
-        if not wanted:
-            return {}
-        query = query.where(_RC.c.id.in_(wanted))
-    return {id_: name for id_, name in conn.execute(query).all()}
+    if ids is None:
+        return {id_: name for id_, name in conn.execute(_all_names()).all()}
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    return {id_: name for id_, name in conn.execute(_names_of(), {"ids": wanted}).all()}
+
+
+# names_by_id's statements, built once: usages and allocations name the
+# classes of every row they return.
+@functools.cache
+def _all_names() -> sa.Select[Any]:
+    return sa.select(_RC.c.id, _RC.c.name)
+
+
+@functools.cache
+def _names_of() -> sa.Select[Any]:
+    return _all_names().where(_RC.c.id.in_(sa.bindparam("ids", expanding=True)))

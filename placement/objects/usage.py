@@ -9,6 +9,7 @@ MEMORY_MB must count once, not once per class.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -49,21 +50,30 @@ def get_provider_usages(ctx: RequestContext, provider_uuid: str) -> tuple[int, d
     ProviderNotFound when there is no such provider.
     """
     with ctx.db.reader() as conn:
-        provider = conn.execute(
-            sa.select(_RP.c.id, _RP.c.generation).where(_RP.c.uuid == provider_uuid)
-        ).one_or_none()
+        provider = conn.execute(_provider_statement(), {"uuid": provider_uuid}).one_or_none()
         if provider is None:
             raise exceptions.ProviderNotFound(uuid=provider_uuid)
-        rows = conn.execute(
-            sa.select(_INV.c.resource_class_id,
-                      sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0))
-            .select_from(_INV.outerjoin(_ALLOC, sa.and_(
-                _ALLOC.c.resource_provider_id == _INV.c.resource_provider_id,
-                _ALLOC.c.resource_class_id == _INV.c.resource_class_id)))
-            .where(_INV.c.resource_provider_id == provider.id)
-            .group_by(_INV.c.resource_class_id)).all()
+        rows = conn.execute(_provider_usage_statement(), {"provider_id": provider.id}).all()
         names = rc_obj.names_by_id(conn, [row[0] for row in rows])
     return provider.generation, {names[rc]: int(used) for rc, used in rows}
+
+
+# The statements of get_provider_usages, built once (a compute node's
+# report client reads its usages; building them cost more than running them).
+@functools.cache
+def _provider_statement() -> sa.Select[Any]:
+    return sa.select(_RP.c.id, _RP.c.generation).where(_RP.c.uuid == sa.bindparam("uuid"))
+
+
+@functools.cache
+def _provider_usage_statement() -> sa.Select[Any]:
+    return (
+        sa.select(_INV.c.resource_class_id, sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0))
+        .select_from(_INV.outerjoin(_ALLOC, sa.and_(
+            _ALLOC.c.resource_provider_id == _INV.c.resource_provider_id,
+            _ALLOC.c.resource_class_id == _INV.c.resource_class_id)))
+        .where(_INV.c.resource_provider_id == sa.bindparam("provider_id"))
+        .group_by(_INV.c.resource_class_id))
 
 
 def _project_allocations(project_id: str, user_id: str | None) -> sa.FromClause:
