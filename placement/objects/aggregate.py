@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import logging
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
@@ -43,12 +44,15 @@ def _now() -> datetime.datetime:
 
 def _of_provider(conn: sa.engine.Connection, provider_id: int) -> dict[str, int]:
     """``{aggregate uuid: aggregate id}`` of the provider's aggregates."""
-    rows = conn.execute(
-        sa.select(_AGGS.c.uuid, _AGGS.c.id)
-        .join(_RP_AGGS, _RP_AGGS.c.aggregate_id == _AGGS.c.id)
-        .where(_RP_AGGS.c.resource_provider_id == provider_id)
-    ).all()
+    rows = conn.execute(_of_provider_statement(), {"provider_id": provider_id}).all()
     return {uuid: id_ for uuid, id_ in rows}
+
+
+@functools.cache
+def _of_provider_statement() -> sa.Select[Any]:
+    return (sa.select(_AGGS.c.uuid, _AGGS.c.id)
+            .join(_RP_AGGS, _RP_AGGS.c.aggregate_id == _AGGS.c.id)
+            .where(_RP_AGGS.c.resource_provider_id == sa.bindparam("provider_id")))
 
 
 def get_for_provider(ctx: RequestContext, uuid: str) -> ProviderAggregates:

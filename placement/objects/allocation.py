@@ -567,7 +567,10 @@ def delete_all_for_consumer(ctx: RequestContext, consumer_uuid: str) -> None:
     with_retries(ctx, "allocation.delete_all_for_consumer", attempt)
 
 
+@functools.cache
 def _select_allocations() -> sa.Select[Any]:
+    """Allocations with what clients see of their provider and consumer;
+    built once (see _by_consumer, _by_provider)."""
     c = tables.consumers
     return sa.select(
         _RP.c.uuid.label("provider_uuid"), _RP.c.generation.label("provider_generation"),
@@ -595,9 +598,28 @@ def get_by_consumer(ctx: RequestContext, consumer_uuid: str
         consumer = consumer_obj.get_in(conn, consumer_uuid)
         if consumer is None:
             return None, []
-        rows = conn.execute(
-            _select_allocations().where(_ALLOC.c.consumer_id == consumer_uuid)).all()
+        rows = conn.execute(_by_consumer(), {"consumer_uuid": consumer_uuid}).all()
         return consumer, _to_allocations(conn, rows)
+
+
+@functools.cache
+def _by_consumer() -> sa.Select[Any]:
+    return _select_allocations().where(_ALLOC.c.consumer_id == sa.bindparam("consumer_uuid"))
+
+
+@functools.cache
+def _provider_generation() -> sa.Select[Any]:
+    return sa.select(_RP.c.generation).where(_RP.c.uuid == sa.bindparam("provider_uuid"))
+
+
+@functools.cache
+def _by_provider() -> sa.Select[Any]:
+    # Placement's database reads a provider's allocations through its
+    # (provider, class, used) index, so they come by class, then amount,
+    # then age; consumers and classes are listed in that order.
+    return (_select_allocations().where(_RP.c.uuid == sa.bindparam("provider_uuid"))
+            .order_by(None).order_by(_ALLOC.c.resource_class_id, _ALLOC.c.used,
+                                     _ALLOC.c.id))
 
 
 def get_by_provider(ctx: RequestContext, provider_uuid: str) -> tuple[int, list[Allocation]]:
@@ -606,16 +628,9 @@ def get_by_provider(ctx: RequestContext, provider_uuid: str) -> tuple[int, list[
     ProviderNotFound when there is no such provider.
     """
     with ctx.db.reader() as conn:
-        generation = conn.execute(
-            sa.select(_RP.c.generation).where(_RP.c.uuid == provider_uuid)
-        ).scalar_one_or_none()
+        params = {"provider_uuid": provider_uuid}
+        generation = conn.execute(_provider_generation(), params).scalar_one_or_none()
         if generation is None:
             raise exceptions.ProviderNotFound(uuid=provider_uuid)
-        # Placement's database reads a provider's allocations through its
-        # (provider, class, used) index, so they come by class, then
-        # amount, then age; consumers and classes are listed in that order.
-        rows = conn.execute(
-            _select_allocations().where(_RP.c.uuid == provider_uuid)
-            .order_by(None).order_by(_ALLOC.c.resource_class_id, _ALLOC.c.used,
-                                     _ALLOC.c.id)).all()
+        rows = conn.execute(_by_provider(), params).all()
         return generation, _to_allocations(conn, rows)

@@ -389,7 +389,9 @@ def split_stored(rows: Iterable[Sequence[Any]]
     return consumers, allocations, identities
 
 
+@functools.cache
 def _public_select() -> sa.Select[Any]:
+    """A consumer as clients see it, by the parameter ``uuid``; built once."""
     c = _CONSUMERS
     return sa.select(
         c.c.uuid, _PROJECTS.c.external_id.label("project_id"),
@@ -398,11 +400,12 @@ def _public_select() -> sa.Select[Any]:
     ).select_from(
         c.join(_PROJECTS, _PROJECTS.c.id == c.c.project_id)
         .join(_USERS, _USERS.c.id == c.c.user_id)
-        .outerjoin(_TYPES, _TYPES.c.id == c.c.consumer_type_id))
+        .outerjoin(_TYPES, _TYPES.c.id == c.c.consumer_type_id)
+    ).where(c.c.uuid == sa.bindparam("uuid"))
 
 
 def get_in(conn: sa.engine.Connection, uuid: str) -> Consumer | None:
-    row = conn.execute(_public_select().where(_CONSUMERS.c.uuid == uuid)).one_or_none()
+    row = conn.execute(_public_select(), {"uuid": uuid}).one_or_none()
     return Consumer(*row) if row is not None else None
 
 

@@ -149,11 +149,16 @@ def get_all_by_provider_uuid(ctx: RequestContext, uuid: str
     }
 
 
+@functools.cache
+def _of_provider() -> sa.Select[Any]:
+    """A provider's inventory rows, by the parameter ``provider_id``; built once."""
+    return (sa.select(_INV).where(_INV.c.resource_provider_id == sa.bindparam("provider_id"))
+            .order_by(_INV.c.resource_class_id))
+
+
 def get_all_in(conn: sa.engine.Connection, provider_id: int
                ) -> dict[str, Inventory]:
-    rows = conn.execute(
-        sa.select(_INV).where(_INV.c.resource_provider_id == provider_id)
-        .order_by(_INV.c.resource_class_id)).all()
+    rows = conn.execute(_of_provider(), {"provider_id": provider_id}).all()
     names = rc_obj.names_by_id(conn, [row.resource_class_id for row in rows])
     return {
         names[row.resource_class_id]: Inventory(

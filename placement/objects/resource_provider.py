@@ -144,20 +144,32 @@ def bump_generation(conn: sa.engine.Connection, provider: ResourceProvider,
     """
     expected = provider.generation if expected_generation is None \
         else expected_generation
-    statement = (_RP.update()
-                 .where(_RP.c.id == provider.id, _RP.c.generation == expected)
-                 .values(generation=expected + 1, updated_at=utcnow()))
+    params = {"provider_id": provider.id, "expected": expected,
+              "generation": expected + 1, "now": utcnow()}
     if commit_outcome.wants_transaction_id(conn):
         # PostgreSQL: the transaction's id, for the writer (it would
         # otherwise ask for it before COMMIT).
-        told = conn.execute(statement.returning(commit_outcome.TRANSACTION_ID)).first()
+        told = conn.execute(_bump_statement(True), params).first()
         if told is None:
             raise exceptions.ProviderConcurrentUpdate()
         commit_outcome.note_transaction_id(conn, told[0])
         return expected + 1
-    if conn.execute(statement).rowcount != 1:
+    if conn.execute(_bump_statement(False), params).rowcount != 1:
         raise exceptions.ProviderConcurrentUpdate()
     return expected + 1
+
+
+@functools.cache
+def _bump_statement(telling_transaction: bool) -> Any:
+    """bump_generation's compare-and-swap, built once (every write of a
+    provider's inventories, traits or aggregates runs it)."""
+    statement = (_RP.update()
+                 .where(_RP.c.id == sa.bindparam("provider_id"),
+                        _RP.c.generation == sa.bindparam("expected"))
+                 .values(generation=sa.bindparam("generation"),
+                         updated_at=sa.bindparam("now")))
+    return statement.returning(commit_outcome.TRANSACTION_ID) if telling_transaction \
+        else statement
 
 
 def check_generation(conn: sa.engine.Connection,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import logging
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -230,8 +231,8 @@ def _replace_links(conn: sa.engine.Connection,
     we read it, the links we compared may be stale, so that is a conflict.
     """
     provider_id = provider.id
-    current = set(conn.execute(sa.select(_RP_TRAITS.c.trait_id).where(
-        _RP_TRAITS.c.resource_provider_id == provider_id)).scalars())
+    current = set(conn.execute(_trait_ids_of_provider(),
+                               {"provider_id": provider_id}).scalars())
     if current == trait_ids:
         return resource_provider.check_generation(conn, provider)
     generation = resource_provider.bump_generation(conn, provider)
@@ -254,10 +255,7 @@ def ids_by_name(conn: sa.engine.Connection, names: Iterable[str]) -> dict[str, i
     wanted = set(names)
     if not wanted:
         return {}
-    rows = conn.execute(
-        sa.select(_TRAITS.c.name, _TRAITS.c.id).where(
-            _TRAITS.c.name.in_(sorted(wanted)))
-    ).all()
+    rows = conn.execute(_ids_by_name(), {"names": sorted(wanted)}).all()
     found = {name: id_ for name, id_ in rows}
     missing = sorted(wanted - set(found))
     if missing:
@@ -269,7 +267,25 @@ def names_by_id(conn: sa.engine.Connection, ids: Iterable[int]) -> dict[int, str
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    rows = conn.execute(
-        sa.select(_TRAITS.c.id, _TRAITS.c.name).where(_TRAITS.c.id.in_(wanted))
-    ).all()
+    rows = conn.execute(_names_by_id(), {"ids": wanted}).all()
     return {id_: name for id_, name in rows}
+
+
+@functools.cache
+def _trait_ids_of_provider() -> sa.Select[Any]:
+    return sa.select(_RP_TRAITS.c.trait_id).where(
+        _RP_TRAITS.c.resource_provider_id == sa.bindparam("provider_id"))
+
+
+# The statements of ids_by_name and names_by_id, built once: a provider's
+# traits are read and written by every compute node's report client.
+@functools.cache
+def _ids_by_name() -> sa.Select[Any]:
+    return sa.select(_TRAITS.c.name, _TRAITS.c.id).where(
+        _TRAITS.c.name.in_(sa.bindparam("names", expanding=True)))
+
+
+@functools.cache
+def _names_by_id() -> sa.Select[Any]:
+    return sa.select(_TRAITS.c.id, _TRAITS.c.name).where(
+        _TRAITS.c.id.in_(sa.bindparam("ids", expanding=True)))
