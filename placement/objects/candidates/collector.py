@@ -8,10 +8,17 @@ they are being made: about a third of the CPU of a large nested request,
 for nothing, since none of them is part of a reference cycle and reference
 counting frees them all when the request ends.
 
-:func:`paused` switches automatic collection off for the duration of a
-request and back on afterwards.  Nested or concurrent requests (threads)
-share one count, and the collector comes back on only when the last of
-them ends, and only if it was on when the first began.
+:func:`pause` switches automatic collection off for the duration of a
+request, and the function it returns back on afterwards (:func:`paused`
+for a block).  Nested or concurrent requests (threads) share one count,
+and the collector comes back on only when the last of them ends, and only
+if it was on when the first began.
+
+The collector runs as soon as it is back on: every object the search made
+and the worker keeps is new to it, so its first pass goes over all of
+them (a couple of milliseconds after a worker's first search).
+:class:`AfterSending` puts that pass, and the freeing of what the search
+held, after the response is sent rather than before.
 """
 
 from __future__ import annotations
@@ -19,26 +26,67 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from typing import Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 _lock = threading.Lock()
 _active = 0
 _was_enabled = False
 
 
-@contextlib.contextmanager
-def paused() -> Iterator[None]:
-    """No automatic cyclic collection inside this block."""
+def pause() -> Callable[[], None]:
+    """No automatic cyclic collection until the returned function is
+    called (once: it does nothing the next times)."""
     global _active, _was_enabled
     with _lock:
         if _active == 0:
             _was_enabled = gc.isenabled()
             gc.disable()
         _active += 1
-    try:
-        yield
-    finally:
+    resumed = False
+
+    def resume() -> None:
+        global _active
+        nonlocal resumed
         with _lock:
+            if resumed:
+                return
+            resumed = True
             _active -= 1
             if _active == 0 and _was_enabled:
                 gc.enable()
+
+    return resume
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """No automatic cyclic collection inside this block."""
+    resume = pause()
+    try:
+        yield
+    finally:
+        resume()
+
+
+class AfterSending(list):  # type: ignore[type-arg]
+    """The parts of a response body, which call ``done`` (and let go of
+    ``held``) when the server is through with them: WSGI servers call an
+    iterable's ``close`` once its last part is sent (and webob once it
+    has read them); failing that, when the parts are dropped."""
+
+    __slots__ = ("_done", "_held")
+
+    def __init__(self, parts: Iterable[bytes], done: Callable[[], None],
+                 held: Any = None) -> None:
+        super().__init__(parts)
+        self._done: Callable[[], None] | None = done
+        self._held = held
+
+    def close(self) -> None:
+        done, self._done = self._done, None
+        self._held = None
+        if done is not None:
+            done()
+
+    def __del__(self) -> None:
+        self.close()

@@ -361,6 +361,11 @@ def prepare(dialect: sa.engine.Dialect) -> None:
     code alone: nothing read from the database is in them)."""
     for kind, by in _TEMPLATES:
         _template(dialect, kind, by)
+    # check_names' statements are rendered for the driver when first run
+    # (db_api.run_rendered); compiled once here, what SQLAlchemy works out
+    # of them on first use (their columns, labels, cache key) is ready then.
+    for with_sharing in (False, True):
+        _names_statement(with_sharing).compile(dialect=dialect)
 
 
 def _template(dialect: sa.engine.Dialect, kind: str, by: str) -> str:
