@@ -329,3 +329,33 @@ def test_the_names_query_tells_whether_sharing_providers_hold_a_class(
         assert search.check_names(conn, [], ["VCPU"]).shared is False
         # Nor a class nobody knows.
         assert search.check_names(conn, [], ["CUSTOM_NOPE"]).shared is False
+
+
+def test_entries_and_usage_of_whole_trees_in_one_read(
+        served: tuple[Any, Database]) -> None:
+    # A worker's first search reads the entries of whole trees and their
+    # usage in one statement: the rows must be those the two statements
+    # read apart, the usage's under negated provider ids.
+    application, db = served
+    _provider(application, HOST1, {"DISK_GB": 100}, traits=("HW_CPU_X86_AVX2",))
+    _provider(application, NUMA1, {"VCPU": 8, "MEMORY_MB": 512}, parent=HOST1)
+    _provider(application, HOST2, {"VCPU": 4})
+    consumer = "b1d00000-0000-4000-8000-0000000000c1"
+    assert send(application, "PUT", "/allocations/%s" % consumer, {
+        "allocations": {NUMA1: {"resources": {"VCPU": 2, "MEMORY_MB": 256}},
+                        HOST1: {"resources": {"DISK_GB": 10}}},
+        "project_id": "p", "user_id": "u", "consumer_generation": None,
+        "consumer_type": "INSTANCE",
+    }).status_int == 204
+    with db.reader() as conn:
+        ids = dict(conn.execute(sa.text("SELECT uuid, id FROM resource_providers")).all())
+        roots = sorted({ids[HOST1], ids[HOST2]})
+        together = search.fetch(conn, search.ENTRIES_AND_USAGE, {"root_ids": roots})
+        entries = search.fetch(conn, "entries", {"root_ids": roots})
+        usage = search.fetch(conn, "usage", {"provider_ids": sorted(ids.values())})
+        assert sorted(row for row in together if row[0] > 0) == sorted(entries)
+        assert sorted((-row[0], row[1], row[2]) for row in together
+                      if row[0] < 0) == sorted(usage)
+        assert all(row[3:] == (None,) * 6 for row in together if row[0] < 0)
+        assert len(usage) == 3
+        assert search.fetch(conn, search.ENTRIES_AND_USAGE, {"root_ids": []}) == []
