@@ -44,21 +44,23 @@ def list_allocation_candidates(req: PlacementRequest) -> webob.Response:
     req.authorize(policies.allocation_candidate.LIST)
     req.query(schemas.QUERY)
     query = request_groups.parse(req.GET.items(), req.version)
-    # The collector comes back on, and what the search held is freed, once
-    # the response is sent (see collector.AfterSending): the client has its
-    # answer a collector's pass over the search's objects sooner.
+    # The collector comes back on once the response is sent (see
+    # collector.AfterSending): the client has its answer a collector's pass
+    # over the search's objects sooner.
     resume = collector.pause()
     try:
-        found, parts = _search_and_render(req, query)
+        parts = _search_and_render(req, query)
     except BaseException:
         resume()
         raise
-    return responses.json(req, None, body=collector.AfterSending(parts, resume, found))
+    return responses.json(req, None, body=collector.AfterSending(parts, resume))
 
 
-def _search_and_render(req: PlacementRequest, query: request_groups.CandidateQuery
-                       ) -> tuple[candidates.Candidates, list[bytes]]:
-    """What the search found, and the response body."""
+def _search_and_render(req: PlacementRequest,
+                       query: request_groups.CandidateQuery) -> list[bytes]:
+    """The response body; what the search held is freed on return, before
+    the body is sent (it is no longer needed) and before the collector is
+    back on (it would otherwise scan it all once more)."""
     config = req.ctx.config
     assert config is not None
     options = config.placement
@@ -74,4 +76,4 @@ def _search_and_render(req: PlacementRequest, query: request_groups.CandidateQue
             "Invalid resource class in resources parameter: %s" % exc) from None
     except exceptions.TraitNotFound as exc:
         raise errors.BadRequest(str(exc)) from None
-    return found, rendering.body(found, req.version, req.ctx.kept.texts)
+    return rendering.body(found, req.version, req.ctx.kept.texts)

@@ -17,8 +17,8 @@ if it was on when the first began.
 The collector runs as soon as it is back on: every object the search made
 and the worker keeps is new to it, so its first pass goes over all of
 them (a couple of milliseconds after a worker's first search).
-:class:`AfterSending` puts that pass, and the freeing of what the search
-held, after the response is sent rather than before.
+:class:`AfterSending` puts that pass after the response is sent rather
+than before.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from typing import Any, Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 _lock = threading.Lock()
 _active = 0
@@ -69,22 +69,19 @@ def paused() -> Iterator[None]:
 
 
 class AfterSending(list):  # type: ignore[type-arg]
-    """The parts of a response body, which call ``done`` (and let go of
-    ``held``) when the server is through with them: WSGI servers call an
-    iterable's ``close`` once its last part is sent (and webob once it
-    has read them); failing that, when the parts are dropped."""
+    """The parts of a response body, which call ``done`` when the server
+    is through with them: WSGI servers call an iterable's ``close`` once
+    its last part is sent (and webob once it has read them); failing
+    that, when the parts are dropped."""
 
-    __slots__ = ("_done", "_held")
+    __slots__ = ("_done",)
 
-    def __init__(self, parts: Iterable[bytes], done: Callable[[], None],
-                 held: Any = None) -> None:
+    def __init__(self, parts: Iterable[bytes], done: Callable[[], None]) -> None:
         super().__init__(parts)
         self._done: Callable[[], None] | None = done
-        self._held = held
 
     def close(self) -> None:
         done, self._done = self._done, None
-        self._held = None
         if done is not None:
             done()
 
