@@ -25,6 +25,7 @@ from placement.middleware import (
     request_log,
 )
 from placement.middleware.errors import VERSION_ENVIRON, error_response
+from placement.handlers import allocation_candidate
 from placement.objects import candidates
 from placement.request import PlacementRequest
 from placement import routes
@@ -220,5 +221,6 @@ def build_app(conf: cfg.ConfigOpts, db: Database | None = None,
         # Placement's API (the bare-metal one searches no candidates): the
         # search's SQL compiled before the first search rather than in it.
         candidates.prepare(db.compiling_dialect())
+        allocation_candidate.prepare()
     return _stack(conf, db, router or Router(routes.for_config(conf)),
                   versioning or microversion.MicroversionMiddleware, kept)

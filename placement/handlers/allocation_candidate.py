@@ -18,12 +18,24 @@ from __future__ import annotations
 
 import webob
 
-from placement import errors, exceptions, policies, request_groups, responses
+from placement import (errors, exceptions, microversion, policies, request,
+                       request_groups, responses)
 from placement.objects import candidates
 from placement.objects.candidates import collector
 from placement.rendering import allocation_candidates as rendering
 from placement.request import PlacementRequest
 from placement.schemas import allocation_candidate as schemas
+
+
+def prepare() -> None:
+    """Ready the query's checks of the newest microversion (the one a
+    worker's first search most likely asks at) before any request."""
+    schema = schemas.QUERY.at(microversion.MAX_VERSION)
+    assert schema is not None
+    request.prepare(schema, {
+        "resources": "VCPU:1", "required": "X", "member_of": "in:x",
+        "in_tree": "x", "resources_A": "VCPU:1", "limit": "1",
+        "group_policy": "none", "root_required": "X", "same_subtree": "_A"})
 
 
 def list_allocation_candidates(req: PlacementRequest) -> webob.Response:
@@ -32,15 +44,23 @@ def list_allocation_candidates(req: PlacementRequest) -> webob.Response:
     req.authorize(policies.allocation_candidate.LIST)
     req.query(schemas.QUERY)
     query = request_groups.parse(req.GET.items(), req.version)
-    with collector.paused():
-        body = _search_and_render(req, query)
-    return responses.json(req, None, body=body)
+    # The collector comes back on once the response is sent (see
+    # collector.AfterSending): the client has its answer a collector's pass
+    # over the search's objects sooner.
+    resume = collector.pause()
+    try:
+        parts = _search_and_render(req, query)
+    except BaseException:
+        resume()
+        raise
+    return responses.json(req, None, body=collector.AfterSending(parts, resume))
 
 
 def _search_and_render(req: PlacementRequest,
                        query: request_groups.CandidateQuery) -> list[bytes]:
     """The response body; what the search held is freed on return, before
-    the collector is back on (it would otherwise scan it all once more)."""
+    the body is sent (it is no longer needed) and before the collector is
+    back on (it would otherwise scan it all once more)."""
     config = req.ctx.config
     assert config is not None
     options = config.placement

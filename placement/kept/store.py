@@ -295,6 +295,24 @@ class Kept:
         self._class_names = dict(class_names)
 
 
+class _SharedLists(weakref.WeakValueDictionary):  # type: ignore[type-arg]
+    """Lists by content, held weakly.  ``setdefault`` looks the content up
+    first: the standard one raises and catches a KeyError for every new
+    content, which is every list of a worker's first search (a thousand
+    on a cloud of a thousand hosts)."""
+
+    def setdefault(self, key: Hashable, default: Any = None) -> Any:
+        # ``data``: the dict of weak references every CPython version's
+        # WeakValueDictionary keeps (its own get raises and catches too).
+        ref = self.data.get(key)  # type: ignore[attr-defined]
+        if ref is not None:
+            found = ref()
+            if found is not None:
+                return found
+        self[key] = default
+        return default
+
+
 class QueryCandidates:
     """Per query, a dict of what :mod:`.reuse` keeps for each tree (by
     root id), for the queries asked most recently; lists of equal content
@@ -307,8 +325,7 @@ class QueryCandidates:
         self._lock = threading.Lock()
         # Every list some query holds, under its content: a list no query
         # holds any more is gone from it.
-        self._shared: weakref.WeakValueDictionary[Hashable, Any] = (
-            weakref.WeakValueDictionary())
+        self._shared: weakref.WeakValueDictionary[Hashable, Any] = _SharedLists()
         # Distinct lists kept, at the last call of ``of`` (before what the
         # search then adds).
         self.lists = 0

@@ -329,3 +329,78 @@ def test_the_names_query_tells_whether_sharing_providers_hold_a_class(
         assert search.check_names(conn, [], ["VCPU"]).shared is False
         # Nor a class nobody knows.
         assert search.check_names(conn, [], ["CUSTOM_NOPE"]).shared is False
+
+
+def test_entries_and_usage_of_whole_trees_in_one_read(
+        served: tuple[Any, Database]) -> None:
+    # A worker's first search reads the entries of whole trees and their
+    # usage in one statement: the rows must be those the two statements
+    # read apart, the usage's under negated provider ids.
+    application, db = served
+    _provider(application, HOST1, {"DISK_GB": 100}, traits=("HW_CPU_X86_AVX2",))
+    _provider(application, NUMA1, {"VCPU": 8, "MEMORY_MB": 512}, parent=HOST1)
+    _provider(application, HOST2, {"VCPU": 4})
+    consumer = "b1d00000-0000-4000-8000-0000000000c1"
+    assert send(application, "PUT", "/allocations/%s" % consumer, {
+        "allocations": {NUMA1: {"resources": {"VCPU": 2, "MEMORY_MB": 256}},
+                        HOST1: {"resources": {"DISK_GB": 10}}},
+        "project_id": "p", "user_id": "u", "consumer_generation": None,
+        "consumer_type": "INSTANCE",
+    }).status_int == 204
+    with db.reader() as conn:
+        ids = dict(conn.execute(sa.text("SELECT uuid, id FROM resource_providers")).all())
+        roots = sorted({ids[HOST1], ids[HOST2]})
+        together = search.fetch(conn, search.ENTRIES_AND_USAGE, {"root_ids": roots})
+        entries = search.fetch(conn, "entries", {"root_ids": roots})
+        usage = search.fetch(conn, "usage", {"provider_ids": sorted(ids.values())})
+        assert sorted(row for row in together if row[0] > 0) == sorted(entries)
+        assert sorted((-row[0], row[1], row[2]) for row in together
+                      if row[0] < 0) == sorted(usage)
+        assert all(row[3:] == (None,) * 6 for row in together if row[0] < 0)
+        assert len(usage) == 3
+        assert search.fetch(conn, search.ENTRIES_AND_USAGE, {"root_ids": []}) == []
+
+
+def test_a_first_search_reads_usage_with_the_entries_of_whole_trees(
+        served: tuple[Any, Database], monkeypatch: pytest.MonkeyPatch) -> None:
+    # With nothing kept and enough providers, a search reads whole trees'
+    # entries and usage in one statement: the trees built must be the
+    # ones read by provider ids, in two statements.
+    from placement.objects.candidates import loader as loader_module
+    application, db = served
+    _provider(application, HOST1, {"DISK_GB": 100})
+    _provider(application, NUMA1, {"VCPU": 8, "MEMORY_MB": 512}, parent=HOST1)
+    _provider(application, HOST2, {"VCPU": 4, "MEMORY_MB": 512})
+    assert send(application, "PUT", "/allocations/%s" % ADDRESSES, {
+        "allocations": {NUMA1: {"resources": {"VCPU": 3, "MEMORY_MB": 128}},
+                        HOST1: {"resources": {"DISK_GB": 7}}},
+        "project_id": AGGREGATE, "user_id": AGGREGATE,
+        "consumer_generation": None, "consumer_type": "INSTANCE"},
+    ).status_int == 204
+    fetched: list[str] = []
+    real_fetch = search.fetch
+
+    def fetch(conn: Any, kind: str, params: Any) -> Any:
+        fetched.append(kind)
+        return real_fetch(conn, kind, params)
+
+    monkeypatch.setattr(search, "fetch", fetch)
+
+    def shapes(read_by_trees: int) -> dict[str, Any]:
+        monkeypatch.setattr(loader_module, "READ_BY_TREES", read_by_trees)
+        with db.reader() as conn:
+            classes = search.check_names(conn, []).classes
+            trees = Loader(conn, classes, provider_cache.NOTHING).relevant_trees(
+                [classes["VCPU"]])
+        return _shape(Forest(trees)) | {
+            p.uuid + " used": sorted((name, inv.used) for name, inv in p.inventories.items())
+            for tree in trees for p in tree.providers}
+
+    apart = shapes(10_000)
+    assert fetched == ["states", "entries", "usage"]
+    fetched.clear()
+    together = shapes(1)
+    assert fetched == ["states", search.ENTRIES_AND_USAGE]
+    assert together == apart
+    assert apart[NUMA1 + " used"] == [("MEMORY_MB", 128), ("VCPU", 3)]
+    assert apart[HOST1 + " used"] == [("DISK_GB", 7)]

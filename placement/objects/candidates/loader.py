@@ -247,10 +247,12 @@ class Loader:
             # By their roots: the database need not find the trees again.
             whole = [{"root_ids": chunk} for chunk in search.chunks(
                 sorted([state[0][search.ROOT] for state in states]))]
+        # Usage the entries' read brought along, by provider (see entries).
+        usage_read: dict[int, list[tuple[int, int]]] = {}
         entries = self.entries([(row[search.ID], row[search.GENERATION], row[search.UUID])
-                                for row in rows], whole)
+                                for row in rows], whole, usage_read)
         usages = self.usages([(row[search.ID], row[search.GENERATION],
-                               row[search.REMOVALS]) for row in rows])
+                               row[search.REMOVALS]) for row in rows], usage_read)
         aggregate_sets = self._aggregate_sets(rows)
         trees = []
         for state in states:
@@ -286,13 +288,16 @@ class Loader:
                 inventories[name] = inventory._replace(used=used)
         return inventories
 
-    def usages(self, providers: Iterable[tuple[int, int, int]]
+    def usages(self, providers: Iterable[tuple[int, int, int]],
+               read_before: dict[int, list[tuple[int, int]]] | None = None
                ) -> dict[int, Usage]:
         """The usage, sorted ``(class id, used)`` pairs, of each ``(id,
         generation, removals)`` read in the states: the worker's own where
         it was kept under that generation and count of removals, else read
         now (after the states, so at worst newer than the pair it is kept
-        under: :mod:`placement.kept`, rule 4)."""
+        under: :mod:`placement.kept`, rule 4).  ``read_before`` is the
+        ``(class id, used)`` pairs of the providers whose usage was read
+        with their entries, after these pairs too (see :meth:`entries`)."""
         cache = self.cache
         found: dict[int, Usage] = {}
         stale: dict[int, tuple[int, int]] = {}
@@ -302,8 +307,8 @@ class Loader:
                 stale[provider_id] = (generation, removals)
             else:
                 found[provider_id] = usage
-        read: dict[int, list[tuple[int, int]]] = {}
-        for chunk in search.chunks(sorted(stale)):
+        read = {} if read_before is None else read_before
+        for chunk in search.chunks(sorted(p for p in stale if p not in read)):
             for provider_id, class_id, used in search.fetch(
                     self.conn, "usage", {"provider_ids": chunk}):
                 read.setdefault(provider_id, []).append((class_id, used))
@@ -315,7 +320,9 @@ class Loader:
         return found
 
     def entries(self, providers: Iterable[tuple[int, int, str]],
-                whole: list[dict[str, list[int]]] | None = None) -> dict[int, Entry]:
+                whole: list[dict[str, list[int]]] | None = None,
+                usage: dict[int, list[tuple[int, int]]] | None = None
+                ) -> dict[int, Entry]:
         """The entry (inventories and traits) of each ``(id, generation,
         uuid)``: the worker's own, read afresh where it is missing or older
         than that generation.
@@ -324,7 +331,9 @@ class Loader:
         whole trees of these providers.  When the worker holds none of
         many providers (its first search), their entries are read by them
         rather than by listing every provider id: the statements stay
-        small.
+        small; and, given a ``usage`` dict to fill, the providers' usage
+        too, in the same round trip: each provider read gets its ``(class
+        id, used)`` pairs there.
         """
         cache = self.cache
         found: dict[int, Entry] = {}
@@ -335,8 +344,14 @@ class Loader:
                 stale[provider_id] = (generation, uuid)
             else:
                 found[provider_id] = entry
+        kind = "entries"
         if whole is not None and not found and len(stale) >= READ_BY_TREES:
             reads = whole
+            if usage is not None and search.EVERYONE not in whole[0]:
+                # By roots: their usage comes along, under negated
+                # provider ids (see search._entries).
+                kind = search.ENTRIES_AND_USAGE
+                usage.update({p: [] for p in stale})
         else:
             reads = [{"provider_ids": chunk} for chunk in search.chunks(sorted(stale))]
         # Each provider's rows, but for its id.  Providers created since
@@ -344,10 +359,15 @@ class Loader:
         # they are not asked for, and skipped.
         rows_of: dict[int, list[tuple[Any, ...]]] = {p: [] for p in stale}
         for params in reads:
-            for row in search.fetch(self.conn, "entries", params):
+            for row in search.fetch(self.conn, kind, params):
                 mine = rows_of.get(row[0])
                 if mine is not None:
                     mine.append(row[1:])
+                elif row[0] < 0 and usage is not None:
+                    # (-provider id, class id, used, ...): a usage row.
+                    used = usage.get(-row[0])
+                    if used is not None:
+                        used.append(row[1:3])
         # Like providers (a fleet of identical hosts) read equal rows: the
         # inventories and traits are made once for all of them.
         make_tuple = tuple.__new__

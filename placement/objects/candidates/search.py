@@ -149,6 +149,14 @@ def _statement(kind: str, by: str) -> Any:
         assert by == "root_ids", by
         return _entries(sa.select(_RP.c.id).where(
             _RP.c.root_provider_id.in_(_roots(False))))
+    if kind == ENTRIES_AND_USAGE:
+        assert by == "root_ids", by
+        # The trees' providers named once, for the three branches: the
+        # database reads the list of roots once rather than three times.
+        providers = (sa.select(_RP.c.id)
+                     .where(_RP.c.root_provider_id.in_(_roots(False)))
+                     .cte("providers"))
+        return _entries(sa.select(providers.c.id), with_usage=True)
     if kind == "usage":
         return _usage(sa.bindparam(by, expanding=True))
     if kind == "aggregates":
@@ -271,7 +279,12 @@ def parse_states(count: int, text: str) -> dict[int, State]:
 ENTRY_ID, ENTRY_INVENTORY, ENTRY_TRAIT = 0, slice(1, 7), 7
 
 
-def _entries(provider_ids: Any | None) -> sa.CompoundSelect:
+# fetch's statement reading the entries of whole trees (by their roots)
+# and, in the same round trip, their usage (see _entries).
+ENTRIES_AND_USAGE = "entries and usage"
+
+
+def _entries(provider_ids: Any | None, with_usage: bool = False) -> sa.CompoundSelect:
     """What the worker keeps per provider generation (``placement.kept``
     entries): each inventory, and each trait, of ``provider_ids`` (a list
     parameter or a subquery; None for every provider), in one
@@ -298,7 +311,18 @@ def _entries(provider_ids: Any | None) -> sa.CompoundSelect:
         traits = traits.where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids))
     # In no order: the worker orders a provider's inventories itself,
     # more cheaply than the database sorts thousands of wide rows.
-    return sa.union_all(inventories, traits)
+    if not with_usage or provider_ids is None:
+        return sa.union_all(inventories, traits)
+    # ``with_usage`` (a worker's first search, which holds nothing): the
+    # rows of _usage too, under the provider's id negated (no id is
+    # negative), as (-provider id, class id, used, NULL...): one round trip
+    # fewer, and no second statement listing every provider.
+    usage = (
+        sa.select(-_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
+                  sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer), *[sa.null()] * 6)
+        .where(_ALLOC.c.resource_provider_id.in_(provider_ids))
+        .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id))
+    return sa.union_all(inventories, traits, usage)
 
 
 def _usage(provider_ids: Any) -> sa.Select[Any]:
@@ -350,7 +374,7 @@ _IDS = -7193820564
 
 # Every (kind, parameter) fetch is called with, for prepare.
 _TEMPLATES = [("states", "class_ids"), ("states", "root_ids"), ("states", EVERYONE),
-              ("entries", "root_ids"),
+              ("entries", "root_ids"), (ENTRIES_AND_USAGE, "root_ids"),
               ("entries", "provider_ids"), ("entries", EVERYONE),
               ("usage", "provider_ids"), ("aggregates", "aggregate_ids")]
 
@@ -361,6 +385,11 @@ def prepare(dialect: sa.engine.Dialect) -> None:
     code alone: nothing read from the database is in them)."""
     for kind, by in _TEMPLATES:
         _template(dialect, kind, by)
+    # check_names' statements are rendered for the driver when first run
+    # (db_api.run_rendered); compiled once here, what SQLAlchemy works out
+    # of them on first use (their columns, labels, cache key) is ready then.
+    for with_sharing in (False, True):
+        _names_statement(with_sharing).compile(dialect=dialect)
 
 
 def _template(dialect: sa.engine.Dialect, kind: str, by: str) -> str:
