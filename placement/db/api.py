@@ -126,6 +126,7 @@ class Database:
         self._facade = facade
         # Whether statement times and pool state go to the metrics.
         self._observed = bool(conf.metrics.enabled) if "metrics" in conf else False
+        self._prepared_statements = bool(group.prepared_statements)
         self._engine: sa.engine.Engine | None = None
         self._engine_lock = threading.Lock()
         # What a writer needs to learn whether a lost COMMIT committed.
@@ -162,6 +163,8 @@ class Database:
                         # test the URL, before our connect listener existed;
                         # drop it so that every connection gets the settings.
                         engine.dispose()
+                    if self._prepared_statements and engine.dialect.name == "postgresql":
+                        _prepare_repeated(engine)
                     if self._observed:
                         from placement.db import observe
 
@@ -367,7 +370,7 @@ def raw_rows(conn: sa.engine.Connection, sql: str, parameters: Any = None
 
     Still as SQLAlchemy runs a statement: the connection's transaction
     begins as it would, the dialect's ``do_execute`` hooks run the
-    statement, and a failure goes
+    statement (PostgreSQL's prepared statements), and a failure goes
     through SQLAlchemy's handling of DBAPI errors -- which wraps it,
     invalidates a lost connection (and the pool's older ones) and lets
     oslo.db's ``handle_error`` filters translate it (DBDeadlock,
@@ -555,6 +558,22 @@ def _ping_only_after_idle(engine: sa.engine.Engine) -> None:
             return  # new (connected for this checkout), or just used
         if not dialect._do_ping_w_event(dbapi_conn):
             raise sa.exc.InvalidatePoolError()
+
+
+def _prepare_repeated(engine: sa.engine.Engine) -> None:
+    """PostgreSQL: statements a worker repeats run prepared
+    (``db/prepared.py``).  Through the dialect's public ``do_execute``
+    hook, so that SQLAlchemy's handling of the execution (events, errors
+    and their translation by oslo.db) is unchanged; :func:`raw_rows`
+    honours it too."""
+    from placement.db import prepared
+
+    preparer = prepared.Preparer()
+
+    @sa.event.listens_for(engine, "do_execute")
+    def _do_execute(cursor, statement, parameters, context):  # type: ignore[no-untyped-def]
+        preparer.execute(cursor, statement, parameters)
+        return True
 
 
 @functools.cache
