@@ -50,6 +50,7 @@ import decimal
 import hashlib
 import logging
 import math
+import re
 import weakref
 from typing import Any
 
@@ -63,6 +64,13 @@ PER_CONNECTION = 100
 # into its texts) are not.
 _SEEN_BOUND = 2000
 
+# What PREPARE takes (not SET, SAVEPOINT, DDL and the like).
+_PREPARABLE = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|WITH|VALUES)\b", re.IGNORECASE)
+# SQLSTATE class of a statement PostgreSQL would not take as written
+# (syntax error, unknown column, operator or type).
+_REFUSED = "42"
+# What _seen.get answers for a statement not seen yet.
+_UNSEEN: Any = object()
 # SQLSTATEs meaning the server session is not this connection's alone.
 _MISSING = "26000"  # invalid_sql_statement_name: EXECUTE of an unknown name
 _TAKEN = "42P05"  # duplicate_prepared_statement: PREPARE of a taken name
@@ -123,7 +131,8 @@ class Preparer:
     def __init__(self) -> None:
         self.enabled = True
         self._sessions: weakref.WeakKeyDictionary[Any, _Session] = weakref.WeakKeyDictionary()
-        # (text, parameter types) -> name once seen twice, None once seen.
+        # (text, parameter types) -> its name once seen twice, None once
+        # seen, "" when it is not to be prepared.
         self._seen: dict[tuple[str, tuple[str, ...]], str | None] = {}
 
     def execute(self, cursor: Any, statement: str, parameters: Any) -> None:
@@ -141,18 +150,20 @@ class Preparer:
                 return
             types = tuple(typed)  # type: ignore[arg-type]  # no None left
         key = (statement, types)
-        name = self._seen.get(key, False)
-        if name is False or name is None:
-            if name is False:
-                if len(self._seen) >= _SEEN_BOUND:
-                    self._seen.clear()
-                self._seen[key] = None
-                cursor.execute(statement, parameters)
-                return
+        name = self._seen.get(key, _UNSEEN)
+        if name is _UNSEEN:
+            if len(self._seen) >= _SEEN_BOUND:
+                self._seen.clear()
+            self._seen[key] = None if _PREPARABLE.match(statement) else ""
+            cursor.execute(statement, parameters)
+            return
+        if name is None:  # seen once before: prepared from now on
             name = "placement_" + hashlib.blake2b(
                 repr(key).encode(), digest_size=12).hexdigest()
             self._seen[key] = name
-        assert isinstance(name, str)
+        elif not name:  # not to be prepared
+            cursor.execute(statement, parameters)
+            return
         connection = cursor.connection
         session = self._sessions.get(connection)
         if session is None:
@@ -194,9 +205,19 @@ class Preparer:
         except Exception as exc:
             session.names.clear()
             session.reset = True
-            if getattr(exc, "pgcode", None) == _TAKEN:
+            code = getattr(exc, "pgcode", None)
+            if code == _TAKEN:
                 self._not_our_session(connection, cursor, statement, parameters, exc)
                 return
+            if isinstance(code, str) and code.startswith(_REFUSED):
+                # The statement, or the types we declared, PostgreSQL would
+                # not prepare (it may fail unprepared too: an unknown
+                # column): not prepared again.  Outside a transaction it
+                # runs again as it is, and raises its own error if it has one.
+                self._seen[key] = ""
+                if connection.autocommit:
+                    cursor.execute(statement, parameters)
+                    return
             raise
         session.names[name] = None
 

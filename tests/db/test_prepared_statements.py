@@ -121,3 +121,29 @@ def test_turned_off_nothing_is_prepared() -> None:
                 assert db_api.raw_rows(conn, "SELECT id FROM resource_providers "
                                        "WHERE id = %(id)s", {"id": 2}) == [(2,)]
                 assert not _prepared(conn)
+
+
+def test_what_prepare_does_not_take_runs_as_it_is(db: Database) -> None:
+    for _ in range(3):
+        with db.writer() as conn:
+            with conn.begin_nested():  # SAVEPOINT and RELEASE, repeated
+                conn.exec_driver_sql("SET LOCAL lock_timeout = '5s'")
+            assert db_api.raw_rows(conn, "SHOW lock_timeout") == [("5s",)]
+
+
+def test_a_statement_postgresql_will_not_prepare_is_left_unprepared(db: Database) -> None:
+    # A string compared with an integer column: a literal PostgreSQL
+    # converts, a parameter declared text it refuses.
+    sql = "SELECT id FROM resource_providers WHERE id = %(id)s"
+    for _ in range(3):  # outside a transaction: run again as it is
+        with db.reader() as conn:
+            assert db_api.raw_rows(conn, sql, {"id": "2"}) == [(2,)]
+    sql += " AND generation >= 0"
+    with db.writer() as conn:
+        assert db_api.raw_rows(conn, sql, {"id": "3"}) == [(3,)]
+    with pytest.raises(db_exc.DBError):  # in a transaction: once
+        with db.writer() as conn:
+            db_api.raw_rows(conn, sql, {"id": "3"})
+    for _ in range(2):
+        with db.writer() as conn:
+            assert db_api.raw_rows(conn, sql, {"id": "3"}) == [(3,)]
