@@ -19,7 +19,8 @@ What it must not break:
   with each parameter a ``$n`` of the type psycopg2's literal for the value
   has (``int4``/``int8``/``numeric`` by size, ``text``, ``timestamp``...),
   and the values are psycopg2's literals as before.  A statement with a
-  value of another type (None, a list) runs as before, unprepared.
+  value of another type (None, an empty list, a list of mixed types) runs as before,
+  unprepared.
 * Schema changes: PostgreSQL re-plans a prepared statement whose tables
   changed; our statements name their columns, so a new column does not
   change their result.
@@ -92,7 +93,8 @@ class _Placeholder:
 
 def _type_of(value: Any) -> str | None:
     """The type of psycopg2's literal for ``value``; None for a value
-    that is not prepared (NULL and lists have no type of their own)."""
+    that is not prepared (NULL, an empty list, a list of mixed items have
+    no type of their own; NULL items of a list have the others', if any)."""
     kind = type(value)
     if kind is int:
         if -2 ** 31 <= value < 2 ** 31:
@@ -112,6 +114,17 @@ def _type_of(value: Any) -> str | None:
         return "date"
     if kind is decimal.Decimal:
         return "numeric"
+    if kind is list and value:
+        # psycopg2 writes ARRAY[...] of the items' literals, of their
+        # common type; an empty list ('{}') has none, nor has one of NULLs
+        # only (PostgreSQL types ARRAY[NULL] by where it stands).
+        items = {_type_of(item) for item in value if item is not None} or {None}
+        if items == {"int4", "int8"}:
+            return "int8[]"
+        if len(items) == 1:
+            item = items.pop()
+            if item is not None and not item.endswith("[]"):
+                return item + "[]"
     return None
 
 

@@ -147,3 +147,24 @@ def test_a_statement_postgresql_will_not_prepare_is_left_unprepared(db: Database
     for _ in range(2):
         with db.writer() as conn:
             assert db_api.raw_rows(conn, sql, {"id": "3"}) == [(3,)]
+
+
+def test_list_parameters_are_prepared_by_their_items_type(db: Database) -> None:
+    sql = ("SELECT id FROM resource_providers WHERE name = ANY(%(names)s::VARCHAR[])"
+           " AND id = ANY(%(ids)s) ORDER BY id")
+    cases = [({"names": ["rp1", "rp3"], "ids": [1, 3, 2 ** 40]}, [(1,), (3,)]),
+             ({"names": ["rp2"], "ids": [2]}, [(2,)]),
+             ({"names": [], "ids": [2]}, []),  # unprepared: no item type
+             ({"names": ["rp1"], "ids": [1, None]}, [(1,)]),  # NULL items: int4[]
+             ({"names": ["rp1"], "ids": [None]}, []),  # unprepared: NULLs only
+             ({"names": ["rp1"], "ids": None}, [])]  # unprepared: NULL
+    for _ in range(3):
+        with db.reader() as conn:
+            for params, rows in cases:
+                assert db_api.raw_rows(conn, sql, params) == rows
+        with db.writer() as conn:
+            for params, rows in cases:
+                assert db_api.raw_rows(conn, sql, params) == rows
+    with db.reader() as conn:
+        declared = " ".join(_prepared(conn))
+    assert "(text[], int8[])" in declared and "(text[], int4[])" in declared
