@@ -128,6 +128,17 @@ def _type_of(value: Any) -> str | None:
     return None
 
 
+def _cast_nulls(statement: str, key: str, value: Any) -> str | None:
+    """``text[]`` for a list of NULLs only that the statement casts where
+    it stands (``%(key)s::INTEGER[]``, as SQLAlchemy writes a parameter
+    of an ARRAY type): ARRAY[NULL] cast so is an array of NULLs of the
+    cast's type, from text[] as from the literal.  None otherwise."""
+    if (type(value) is list and value and all(item is None for item in value)
+            and "%%(%s)s::" % key in statement):
+        return "text[]"
+    return None
+
+
 class _Session:
     """What one DBAPI connection has prepared: name -> None, oldest first."""
 
@@ -158,6 +169,9 @@ class Preparer:
         if parameters:
             values = list(parameters.values()) if isinstance(parameters, dict) else list(parameters)
             typed = [_type_of(value) for value in values]
+            if None in typed and isinstance(parameters, dict):
+                typed = [_cast_nulls(statement, key, value) if kind is None else kind
+                         for (key, value), kind in zip(parameters.items(), typed, strict=True)]
             if None in typed:
                 cursor.execute(statement, parameters)
                 return

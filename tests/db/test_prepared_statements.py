@@ -168,3 +168,15 @@ def test_list_parameters_are_prepared_by_their_items_type(db: Database) -> None:
     with db.reader() as conn:
         declared = " ".join(_prepared(conn))
     assert "(text[], int8[])" in declared and "(text[], int4[])" in declared
+
+
+def test_a_list_of_nulls_cast_where_it_stands_is_prepared(db: Database) -> None:
+    sql = ("SELECT count(*), count(x) FROM unnest(%(ids)s::INTEGER[]) AS x"
+           " WHERE x IS NULL OR x = ANY(%(ids)s::INTEGER[])")
+    for _ in range(3):
+        with db.writer() as conn:
+            assert db_api.raw_rows(conn, sql, {"ids": [None, None]}) == [(2, 0)]
+            assert db_api.raw_rows(conn, sql, {"ids": [None, 2]}) == [(2, 1)]
+    with db.reader() as conn:
+        declared = " ".join(_prepared(conn))
+    assert "(text[]) AS" in declared and "(int4[]) AS" in declared
