@@ -60,6 +60,11 @@ LOG = logging.getLogger(__name__)
 # Statements kept prepared per connection; each holds its parse tree and
 # plan in the server session's memory (some tens of KB for the search's).
 PER_CONNECTION = 100
+# Texts longer than this are neither prepared nor remembered: they are
+# the candidate search's with many ids written in, which seldom repeat,
+# and whose planning is small beside their execution; remembering them
+# would cost the worker their size.
+LONGEST = 16_000
 # Statement texts remembered per worker; a text is prepared from its second
 # execution on, so that one-off texts (the candidate search writes its ids
 # into its texts) are not.
@@ -161,7 +166,8 @@ class Preparer:
 
     def execute(self, cursor: Any, statement: str, parameters: Any) -> None:
         """``cursor.execute(statement, parameters)``, prepared when it pays."""
-        if not self.enabled or cursor.name is not None:  # named: a server-side cursor
+        if (not self.enabled or cursor.name is not None  # named: a server-side cursor
+                or len(statement) > LONGEST):
             cursor.execute(statement, parameters)
             return
         values: list[Any] = []

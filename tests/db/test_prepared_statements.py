@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement.db import api as db_api
-from placement.db import migration, tables
+from placement.db import migration, prepared, tables
 from placement.db.api import Database
 from tests import backends
 from tests.functional.fixtures import make_conf
@@ -180,3 +180,13 @@ def test_a_list_of_nulls_cast_where_it_stands_is_prepared(db: Database) -> None:
     with db.reader() as conn:
         declared = " ".join(_prepared(conn))
     assert "(text[]) AS" in declared and "(int4[]) AS" in declared
+
+
+def test_a_long_text_is_not_prepared(db: Database) -> None:
+    ids = ", ".join(str(i) for i in range(100_000, 104_000))
+    sql = "SELECT id FROM resource_providers WHERE id IN (2, %s)" % ids
+    assert len(sql) > prepared.LONGEST
+    for _ in range(3):
+        with db.reader() as conn:
+            assert db_api.raw_rows(conn, sql) == [(2,)]
+            assert not [text for text in _prepared(conn) if "100000" in text]
