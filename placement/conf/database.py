@@ -33,6 +33,17 @@ OPTS = [
         help="Create or upgrade the database schema when the API starts.",
     ),
     cfg.BoolOpt(
+        "prepared_statements",
+        default=True,
+        help="PostgreSQL: run the statements a worker repeats as server-side "
+        "prepared statements, parsed (and, for most, planned) once per "
+        "connection instead of at every execution. Set to false when "
+        "placement reaches PostgreSQL through a pooler that shares server "
+        "sessions between clients (pgbouncer in transaction or statement "
+        "mode): a prepared statement lives in one server session. Other "
+        "databases ignore it.",
+    ),
+    cfg.BoolOpt(
         "sqlite_synchronous",
         default=True,
         help="If False, SQLite does not wait for data to reach the disk.",

@@ -126,6 +126,7 @@ class Database:
         self._facade = facade
         # Whether statement times and pool state go to the metrics.
         self._observed = bool(conf.metrics.enabled) if "metrics" in conf else False
+        self._prepared_statements = bool(group.prepared_statements)
         self._engine: sa.engine.Engine | None = None
         self._engine_lock = threading.Lock()
         # What a writer needs to learn whether a lost COMMIT committed.
@@ -162,6 +163,8 @@ class Database:
                         # test the URL, before our connect listener existed;
                         # drop it so that every connection gets the settings.
                         engine.dispose()
+                    if self._prepared_statements and engine.dialect.name == "postgresql":
+                        _prepare_repeated(engine)
                     if self._observed:
                         from placement.db import observe
 
@@ -313,11 +316,32 @@ def run_rendered(conn: sa.engine.Connection, statement: Any, params: Mapping[str
     SQLAlchemy costs a small statement, and a claim (GET and PUT) runs
     several.  The rows are the driver's values; errors go through
     SQLAlchemy and oslo.db as for any statement, and a statement with a
-    parameter SQLAlchemy must convert is left to it."""
+    parameter SQLAlchemy must convert is left to it.  Callers that read
+    the rows by position take :func:`rendered_rows` instead."""
+    rendered = _rendered(conn, statement, params)
+    if rendered is None:
+        return conn.execute(statement, params)
+    return conn.exec_driver_sql(*rendered)
+
+
+def rendered_rows(conn: sa.engine.Connection, statement: Any, params: Mapping[str, Any]
+                  ) -> list[tuple[Any, ...]]:
+    """The rows of :func:`run_rendered`'s statement as plain tuples (the
+    driver's), read with :func:`raw_rows`."""
+    rendered = _rendered(conn, statement, params)
+    if rendered is None:
+        return [tuple(row) for row in conn.execute(statement, params)]
+    return raw_rows(conn, *rendered)
+
+
+def _rendered(conn: sa.engine.Connection, statement: Any, params: Mapping[str, Any]
+              ) -> tuple[str, Any] | None:
+    """The driver's SQL and parameters for ``statement`` (see
+    :func:`run_rendered`), None when SQLAlchemy must run it."""
     shape = tuple((name, len(value) if isinstance(value, list) else -1)
                   for name, value in params.items())
     if any(length > _RENDERED_LONGEST for _name, length in shape):
-        return conn.execute(statement, params)
+        return None
     key = (id(statement), conn.dialect.name, shape)
     entry = _RENDERED.get(key)
     if entry is None or entry[0] is not statement:
@@ -327,12 +351,67 @@ def run_rendered(conn: sa.engine.Connection, statement: Any, params: Mapping[str
         _RENDERED[key] = entry
     rendered = entry[1]
     if rendered is None:
-        return conn.execute(statement, params)
+        return None
     values = [params[name] if kind == _PARAMETER else params[name][extra]
               if kind == _ITEM else extra for kind, name, extra in rendered.sources]
     if rendered.names is None:
-        return conn.exec_driver_sql(rendered.sql, tuple(values))
-    return conn.exec_driver_sql(rendered.sql, dict(zip(rendered.names, values, strict=True)))
+        return rendered.sql, tuple(values)
+    return rendered.sql, dict(zip(rendered.names, values, strict=True))
+
+
+def raw_rows(conn: sa.engine.Connection, sql: str, parameters: Any = None
+             ) -> list[tuple[Any, ...]]:
+    """The rows of the driver's SQL ``sql`` as the driver gives them
+    (plain tuples), run on a cursor of ``conn``'s DBAPI connection:
+    what ``conn.exec_driver_sql(sql, parameters)`` does, without the
+    result object SQLAlchemy builds (with its columns' metadata, made anew
+    at every execution of a text) -- a seventh of a claim's CPU when the
+    hot statements went through it.
+
+    Still as SQLAlchemy runs a statement: the connection's transaction
+    begins as it would, the dialect's ``do_execute`` hooks run the
+    statement (PostgreSQL's prepared statements), and a failure goes
+    through SQLAlchemy's handling of DBAPI errors -- which wraps it,
+    invalidates a lost connection (and the pool's older ones) and lets
+    oslo.db's ``handle_error`` filters translate it (DBDeadlock,
+    DBDuplicateEntry, DBConnectionError), so that ``db/failures.py`` and
+    the retries see the very exception they always did.  SQLAlchemy has no
+    public way to run that handling on a failure of our own execution:
+    ``Connection._handle_dbapi_exception`` is the one it runs for its own,
+    and the tests (``tests/db/test_database_errors.py``,
+    ``tests/db/test_rendered_statements.py``) hold it to that.  When
+    anything listens to the statements (metrics, oslo.db's tracing,
+    echo), the statement goes through SQLAlchemy instead, so that they
+    still see it.
+    """
+    engine = conn.engine
+    if (conn._echo or engine.dispatch.before_cursor_execute
+            or engine.dispatch.after_cursor_execute):
+        result = conn.exec_driver_sql(sql, parameters)
+        try:
+            return list(result.cursor.fetchall())
+        finally:
+            result.close()
+    if parameters is None:
+        # What SQLAlchemy hands the driver for no parameters: the driver
+        # then still reads the text as a format (``%%`` is one ``%``).
+        parameters = () if conn.dialect.positional else {}
+    if not conn.in_transaction():
+        conn.begin()  # what SQLAlchemy's execution does first (autobegin)
+    dbapi_connection = conn.connection.dbapi_connection
+    assert dbapi_connection is not None
+    cursor = dbapi_connection.cursor()
+    try:
+        for hook in conn.dialect.dispatch.do_execute:
+            if hook(cursor, sql, parameters, None):
+                break
+        else:
+            cursor.execute(sql, parameters)
+        return list(cursor.fetchall()) if cursor.description is not None else []
+    except BaseException as exc:
+        conn._handle_dbapi_exception(exc, sql, parameters, cursor, None)
+    finally:
+        cursor.close()
 
 
 def _render(conn: sa.engine.Connection, statement: Any,
@@ -481,6 +560,22 @@ def _ping_only_after_idle(engine: sa.engine.Engine) -> None:
             raise sa.exc.InvalidatePoolError()
 
 
+def _prepare_repeated(engine: sa.engine.Engine) -> None:
+    """PostgreSQL: statements a worker repeats run prepared
+    (``db/prepared.py``).  Through the dialect's public ``do_execute``
+    hook, so that SQLAlchemy's handling of the execution (events, errors
+    and their translation by oslo.db) is unchanged; :func:`raw_rows`
+    honours it too."""
+    from placement.db import prepared
+
+    preparer = prepared.Preparer()
+
+    @sa.event.listens_for(engine, "do_execute")
+    def _do_execute(cursor, statement, parameters, context):  # type: ignore[no-untyped-def]
+        preparer.execute(cursor, statement, parameters)
+        return True
+
+
 @functools.cache
 def _lock_statement(with_xid: bool) -> sa.Select[Any]:
     from placement.db import tables
@@ -514,8 +609,8 @@ def lock_providers(conn: sa.engine.Connection, provider_ids: list[int]) -> None:
     if not provider_ids or dialect == "sqlite":
         return
     postgresql = dialect == "postgresql"
-    rows = run_rendered(conn, _lock_statement(postgresql),
-                        {"provider_ids": sorted(set(provider_ids))}).all()
+    rows = rendered_rows(conn, _lock_statement(postgresql),
+                         {"provider_ids": sorted(set(provider_ids))})
     if postgresql and rows:
         commit_outcome.note_transaction_id(conn, rows[0][1])
 
@@ -583,8 +678,8 @@ def lock_and_bump_providers(conn: sa.engine.Connection, provider_ids: Iterable[i
         run_rendered(conn, _MYSQL_LOCK_AND_BUMP, {
             "provider_ids": ids, "bumped_ids": sorted(bumped_ids), "now": now})
         return True
-    rows = run_rendered(conn, _lock_and_bump_statement(), {
-        "provider_ids": ids, "bumped_ids": sorted(bumped_ids), "now": now}).all()
+    rows = rendered_rows(conn, _lock_and_bump_statement(), {
+        "provider_ids": ids, "bumped_ids": sorted(bumped_ids), "now": now})
     if rows:
         commit_outcome.note_transaction_id(conn, rows[0][0])
     return True

@@ -208,7 +208,7 @@ def _lookups(conn: sa.engine.Connection, provider_uuids: Sequence[str],
         return _Found({}, {}, {}, [], None)
     keeping = [claim for claim in claims if claim.resources]
     project, user = incomplete
-    rows = db_api.run_rendered(conn, _lookup_statement(), {
+    rows = db_api.rendered_rows(conn, _lookup_statement(), {
         "provider_uuids": sorted(set(provider_uuids)),
         "class_names": sorted(class_names),
         "consumer_uuids": sorted({claim.consumer_uuid for claim in claims}),
@@ -216,7 +216,7 @@ def _lookups(conn: sa.engine.Connection, provider_uuids: Sequence[str],
         "users": sorted({claim.user_id or user for claim in keeping}),
         "consumer_types": sorted({claim.consumer_type for claim in keeping
                                   if claim.consumer_type}),
-    }).all()
+    })
     providers = {row[1]: row[2] for row in rows if row[0] == _PROVIDER}
     classes = {row[1]: row[2] for row in rows if row[0] == _CLASS}
     stored, old, identities = consumer_obj.split_stored(rows)

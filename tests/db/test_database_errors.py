@@ -58,8 +58,12 @@ def _raised(action: Callable[[], Any]) -> BaseException:
     return info.value
 
 
-def _bump(conn: sa.engine.Connection, row: int) -> None:
-    conn.exec_driver_sql("UPDATE scratch SET v = v + 1 WHERE id = %d" % row)
+def _bump(conn: sa.engine.Connection, row: int, raw: bool = False) -> None:
+    sql = "UPDATE scratch SET v = v + 1 WHERE id = %d" % row
+    if raw:
+        db_api.raw_rows(conn, sql)  # on the driver's cursor (db_api.raw_rows)
+    else:
+        conn.exec_driver_sql(sql)
 
 
 # Refused or lost connections: 503.
@@ -83,8 +87,9 @@ def test_a_refused_connection_is_unavailable(backend: str, tmp_path: Any) -> Non
     assert db_api.connection_problem(error)
 
 
+@pytest.mark.parametrize("raw", [False, True], ids=["sqlalchemy", "raw_rows"])
 @pytest.mark.parametrize("backend", SERVERS)
-def test_a_lost_connection_is_unavailable(backend: str) -> None:
+def test_a_lost_connection_is_unavailable(backend: str, raw: bool) -> None:
     with _database(backend) as db:
         own_id = {"mysql": "SELECT CONNECTION_ID()",
                   "postgresql": "SELECT pg_backend_pid()"}[backend]
@@ -95,16 +100,23 @@ def test_a_lost_connection_is_unavailable(backend: str) -> None:
                 ident = conn.exec_driver_sql(own_id).scalar_one()
                 with db.engine.connect() as other:
                     other.exec_driver_sql(kill % ident)
-                conn.exec_driver_sql("SELECT v FROM scratch").all()
+                if raw:
+                    db_api.raw_rows(conn, "SELECT v FROM scratch")
+                else:
+                    conn.exec_driver_sql("SELECT v FROM scratch").all()
 
         error = _raised(read_after_kill)
         assert db_api.classify(error) is Failure.UNAVAILABLE
+        # The lost connection was dropped: the next read gets a good one.
+        with db.reader() as conn:
+            assert sorted(db_api.raw_rows(conn, "SELECT id FROM scratch")) == [(1,), (2,)]
 
 
 # Collisions with a concurrent transaction: retried, then 409.
 
+@pytest.mark.parametrize("raw", [False, True], ids=["sqlalchemy", "raw_rows"])
 @pytest.mark.parametrize("backend", SERVERS)
-def test_a_deadlock_is_a_conflict(backend: str) -> None:
+def test_a_deadlock_is_a_conflict(backend: str, raw: bool) -> None:
     with _database(backend) as db:
         both_hold_one = threading.Barrier(2)
         errors: list[BaseException] = []
@@ -112,9 +124,9 @@ def test_a_deadlock_is_a_conflict(backend: str) -> None:
         def write(first: int, second: int) -> None:
             try:
                 with db.writer() as conn:
-                    _bump(conn, first)
+                    _bump(conn, first, raw)
                     both_hold_one.wait(10)
-                    _bump(conn, second)
+                    _bump(conn, second, raw)
             except Exception as exc:  # the deadlock's victim
                 errors.append(exc)
 

@@ -69,6 +69,10 @@ def test_rows_are_those_sqlalchemy_gives(db: Database, params: dict[str, Any]) -
         assert _rows(db_api.run_rendered(conn, _BY_IDS_AND_NAMES, params)) == expected
         # Again, from what was rendered the first time.
         assert _rows(db_api.run_rendered(conn, _BY_IDS_AND_NAMES, params)) == expected
+        # As plain tuples from the driver's cursor, more than once (on
+        # PostgreSQL the repeats run prepared).
+        for _ in range(3):
+            assert db_api.rendered_rows(conn, _BY_IDS_AND_NAMES, params) == expected
 
 
 def test_a_datetime_parameter_finds_its_rows(db: Database) -> None:
@@ -86,3 +90,25 @@ def test_errors_are_those_of_oslo_db(db: Database) -> None:
         with db.writer() as conn:
             db_api.run_rendered(conn, statement, {
                 "uuid": "00000000-0000-0000-0000-000000000001", "name": "again"})
+
+
+def test_raw_rows_errors_are_those_of_oslo_db(db: Database) -> None:
+    statement = _RP.insert().values(
+        uuid=sa.bindparam("uuid"), name=sa.bindparam("name"), generation=0
+    ).returning(_RP.c.id)
+    for _ in range(3):  # the first time, and (PostgreSQL) prepared
+        with pytest.raises(db_exc.DBDuplicateEntry):
+            with db.writer() as conn:
+                db_api.rendered_rows(conn, statement, {
+                    "uuid": "00000000-0000-0000-0000-000000000001", "name": "again"})
+    wrong = "SELECT no_such_column FROM resource_providers"
+    with pytest.raises(Exception) as through_sqlalchemy:
+        with db.reader() as conn:
+            conn.exec_driver_sql(wrong)
+    with pytest.raises(Exception) as raw:
+        with db.reader() as conn:
+            db_api.raw_rows(conn, wrong)
+    assert type(raw.value) is type(through_sqlalchemy.value)
+    assert "no_such_column" in str(raw.value)
+    with db.reader() as conn:  # the connections still serve
+        assert len(db_api.raw_rows(conn, "SELECT id FROM resource_providers")) == 5

@@ -73,11 +73,7 @@ def check_names(conn: sa.engine.Connection, traits: Sequence[str],
     params = {"trait_names": sorted(set(traits)) or [""]}
     if sharing_of is not None:
         params["sharing_of"] = sorted(set(sharing_of)) or [""]
-    result = db_api.run_rendered(conn, _names_statement(sharing_of is not None), params)
-    try:
-        rows = result.cursor.fetchall()
-    finally:
-        result.close()
+    rows = db_api.rendered_rows(conn, _names_statement(sharing_of is not None), params)
     found: dict[str, dict[str, int]] = {"c": {}, "t": {}, "s": {}}
     for kind, name, id_ in rows:
         found[kind][name] = id_
@@ -431,11 +427,7 @@ def _remember(key: tuple[Any, ...], sql: str) -> None:
 
 
 def _raw_rows(conn: sa.engine.Connection, sql: str) -> list[tuple[Any, ...]]:
-    result = conn.exec_driver_sql(sql)
-    try:
-        return list(result.cursor.fetchall())
-    finally:
-        result.close()
+    return db_api.raw_rows(conn, sql)
 
 
 def candidate_roots(conn: sa.engine.Connection,
