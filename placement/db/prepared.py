@@ -160,9 +160,14 @@ class Preparer:
     def __init__(self) -> None:
         self.enabled = True
         self._sessions: weakref.WeakKeyDictionary[Any, _Session] = weakref.WeakKeyDictionary()
-        # (text, parameter types) -> its name once seen twice, None once
-        # seen, "" when it is not to be prepared.
-        self._seen: dict[tuple[str, tuple[str, ...]], str | None] = {}
+        # hash((text, parameter types)) -> its name once seen twice, None
+        # once seen, "" when it is not to be prepared.  The hash, not the
+        # text: the search's texts with their ids written in are mostly
+        # seen once, and kept whole they made a worker's memory grow by
+        # megabytes.  Two texts of one hash (a 64-bit one) only make the
+        # second one prepared, or not, one execution early or late: its
+        # name is the digest of its own text.
+        self._seen: dict[int, str | None] = {}
 
     def execute(self, cursor: Any, statement: str, parameters: Any) -> None:
         """``cursor.execute(statement, parameters)``, prepared when it pays."""
@@ -182,7 +187,7 @@ class Preparer:
                 cursor.execute(statement, parameters)
                 return
             types = tuple(typed)  # type: ignore[arg-type]  # no None left
-        key = (statement, types)
+        key = hash((statement, types))
         name = self._seen.get(key, _UNSEEN)
         if name is _UNSEEN:
             if len(self._seen) >= _SEEN_BOUND:
@@ -192,7 +197,7 @@ class Preparer:
             return
         if name is None:  # seen once before: prepared from now on
             name = "placement_" + hashlib.blake2b(
-                repr(key).encode(), digest_size=12).hexdigest()
+                repr((statement, types)).encode(), digest_size=12).hexdigest()
             self._seen[key] = name
         elif not name:  # not to be prepared
             cursor.execute(statement, parameters)
