@@ -4,7 +4,6 @@ session is not the connection's own (a pooler sharing sessions)."""
 
 from __future__ import annotations
 
-import datetime
 import logging
 from typing import Any, Iterator
 
@@ -13,29 +12,17 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement.db import api as db_api
-from placement.db import migration, prepared, tables
+from placement.db import prepared, tables
 from placement.db.api import Database
-from tests import backends
-from tests.functional.fixtures import make_conf
+from tests.db import statements
 
 _RP = tables.resource_providers
-_NOW = datetime.datetime(2026, 1, 2, 3, 4, 5)
+_NOW = statements.NOW
 
 
 def _database(**group: Any) -> Iterator[Database]:
-    backends.require("postgresql")
-    with backends.fresh_database("postgresql") as url:
-        database = Database(make_conf(url, placement_database=group))
-        migration.upgrade(database)
-        with database.writer() as conn:
-            conn.execute(_RP.insert(), [
-                {"uuid": "00000000-0000-0000-0000-00000000000%d" % i,
-                 "name": "rp%d" % i, "generation": i, "created_at": _NOW}
-                for i in range(1, 6)])
-        try:
-            yield database
-        finally:
-            database.dispose()
+    with statements.five_providers("postgresql", **group) as database:
+        yield database
 
 
 @pytest.fixture

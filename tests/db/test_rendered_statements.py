@@ -7,7 +7,6 @@ errors are the ones oslo.db raises for any statement.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, Iterator
 
 import pytest
@@ -15,30 +14,18 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from placement.db import api as db_api
-from placement.db import migration, tables
+from placement.db import tables
 from placement.db.api import Database
-from tests import backends
-from tests.functional.fixtures import make_conf
+from tests.db import statements
 
 _RP = tables.resource_providers
-_NOW = datetime.datetime(2026, 1, 2, 3, 4, 5)
+_NOW = statements.NOW
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql", "mysql"])
 def db(request: pytest.FixtureRequest) -> Iterator[Database]:
-    backends.require(request.param)
-    with backends.fresh_database(request.param) as url:
-        database = Database(make_conf(url))
-        migration.upgrade(database)
-        with database.writer() as conn:
-            conn.execute(_RP.insert(), [
-                {"uuid": "00000000-0000-0000-0000-00000000000%d" % i,
-                 "name": "rp%d" % i, "generation": i, "created_at": _NOW}
-                for i in range(1, 6)])
-        try:
-            yield database
-        finally:
-            database.dispose()
+    with statements.five_providers(request.param) as database:
+        yield database
 
 
 # Rows by ids and names (two list parameters), with a constant the
