@@ -163,6 +163,21 @@ def _insert_missing(conn: sa.engine.Connection, missing: list[list[str]]
     return inserted
 
 
+def _inserting_cte(table: sa.Table, column: sa.Column[Any], names: str) -> Any:
+    """PostgreSQL: a WITH clause inserting the names of the array
+    parameter ``names`` into ``table`` (at the parameter ``now``), skipping
+    any present, and returning ``(name, id)`` of the rows inserted."""
+    from sqlalchemy.dialects import postgresql
+
+    unnested = sa.func.unnest(sa.bindparam(names, type_=postgresql.ARRAY(sa.String)))
+    return (postgresql.insert(table)
+            .from_select([column.name, "created_at"],
+                         sa.select(unnested, sa.bindparam("now", type_=sa.DateTime)))
+            .on_conflict_do_nothing()
+            .returning(column.label("name"), table.c.id)
+            .cte("added_" + table.name))
+
+
 @functools.cache
 def _insert_together_statement(which: tuple[bool, ...]) -> sa.CompoundSelect:
     """PostgreSQL: insert the names of the array parameters ``names_<tag>``
@@ -171,20 +186,12 @@ def _insert_together_statement(which: tuple[bool, ...]) -> sa.CompoundSelect:
     INSERT of a WITH clause runs exactly once.  Built once per ``which``:
     arrays rather than rows of VALUES keep one statement (and so one
     compiled form in SQLAlchemy's cache) for any number of names."""
-    from sqlalchemy.dialects import postgresql
 
     added = []
     for tag, (table, column), wanted in zip(_IDENTITY_TAGS, _tables(), which, strict=True):
         if not wanted:
             continue
-        names = sa.func.unnest(sa.bindparam("names_%d" % tag,
-                                            type_=postgresql.ARRAY(sa.String)))
-        inserted = (postgresql.insert(table)
-                    .from_select([column.name, "created_at"],
-                                 sa.select(names, sa.bindparam("now", type_=sa.DateTime)))
-                    .on_conflict_do_nothing()
-                    .returning(column.label("name"), table.c.id)
-                    .cte("added_" + table.name))
+        inserted = _inserting_cte(table, column, "names_%d" % tag)
         added.append(sa.select(sa.literal(tag, sa.Integer), inserted.c.name, inserted.c.id))
     return sa.union_all(*added)
 
@@ -266,13 +273,7 @@ def _create_together_statement(which: tuple[bool, ...]) -> sa.CompoundSelect:
         claimed_columns += [array("ids_%d" % tag, sa.Integer).label("id_%d" % tag),
                             array("names_%d" % tag, sa.String).label("name_%d" % tag)]
         if wanted:
-            added[tag] = (
-                postgresql.insert(table)
-                .from_select([column.name, "created_at"],
-                             sa.select(array("missing_%d" % tag, sa.String), now))
-                .on_conflict_do_nothing()
-                .returning(column.label("name"), table.c.id)
-                .cte("added_" + table.name))
+            added[tag] = _inserting_cte(table, column, "missing_%d" % tag)
     claimed = sa.select(*claimed_columns).subquery("claimed")
 
     def resolved(tag: int) -> Any:
