@@ -417,17 +417,13 @@ def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
     if name != EVERYONE:
         # An empty list matches nothing, as SQLAlchemy writes it.
         sql = sql.replace(str(_IDS), ", ".join([str(int(i)) for i in ids]) or "NULL")
-    return _raw_rows(conn, sql)
+    return db_api.raw_rows(conn, sql)
 
 
 def _remember(key: tuple[Any, ...], sql: str) -> None:
     if len(_SQL) > 512:
         _SQL.clear()
     _SQL[key] = sql
-
-
-def _raw_rows(conn: sa.engine.Connection, sql: str) -> list[tuple[Any, ...]]:
-    return db_api.raw_rows(conn, sql)
 
 
 def candidate_roots(conn: sa.engine.Connection,
@@ -452,7 +448,7 @@ def candidate_roots(conn: sa.engine.Connection,
     sql = sql.replace(str(_PAGE), str(int(count)))
     if after is not None:
         sql = sql.replace(str(_IDS), str(int(after)))
-    return [row[0] for row in _raw_rows(conn, sql)]
+    return [row[0] for row in db_api.raw_rows(conn, sql)]
 
 
 def _compiled(dialect: sa.engine.Dialect, key: tuple[Any, ...],
