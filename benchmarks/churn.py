@@ -27,7 +27,9 @@ cloud):
   VGPU in a numbered group) with the phase's ``limit``, weigh the hosts of the candidates by free
   memory (from the provider summaries, as Nova's RAM weigher does), claim
   the best with ``PUT /allocations`` and ``consumer_generation: null``, and
-  on 409 try the next host (three per answer, then ask again);
+  on 409 try the next host (three per answer, then ask again); answers
+  are read and weighed in ``WEIGHERS`` processes, as Nova's schedulers are
+  processes of their own;
 * one operation in twelve is a cold migration instead: read the
   instance's allocations, move them to a migration consumer
   (``POST /allocations``), schedule and claim a destination on another
@@ -52,8 +54,10 @@ computed by the model from the inventories and usages read back.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import json
+import multiprocessing
 import os
 import random
 import time
@@ -72,6 +76,15 @@ Result = dict[str, Any]
 Alloc = dict[str, dict[str, int]]      # provider uuid -> {class: amount}
 
 ZONES = 4
+# Hosts a scheduler tries per answer before asking again.
+HOSTS_PER_ANSWER = 3
+# Processes that read and weigh the schedulers' answers.  Nova's
+# schedulers are processes of their own; here, parsing a limit=1000 answer
+# (several ms) on the event loop held up every other request's reading and
+# closing, and since gunicorn 26 a sync worker waits for the client to
+# close the connection after each response: the server's workers sat idle
+# behind a busy client instead of serving.
+WEIGHERS = 2
 DISK_RESERVED = (0, 50)                 # what heartbeats switch between
 NOT_DISABLED = "!COMPUTE_STATUS_DISABLED"
 
@@ -306,6 +319,43 @@ def host_candidates(host: Host, flavor: Flavor, cap: Capacity,
     return out
 
 
+def weigh(root_of: dict[str, str], body: Result,
+          exclude: Optional[str]) -> list[Alloc]:
+    """Candidates of distinct hosts, best first: most free memory in the
+    host's tree (the summaries), a host's first candidate only.
+    ``root_of`` maps each compute provider to its host's root."""
+    summaries = body["provider_summaries"]
+    free: dict[str, float] = {}
+    for rp, summary in summaries.items():
+        root = root_of.get(rp)
+        mem = summary["resources"].get("MEMORY_MB")
+        if root and mem:
+            free[root] = free.get(root, 0) + mem["capacity"] - mem["used"]
+    best: dict[str, Alloc] = {}
+    for request in body["allocation_requests"]:
+        roots = {root_of[rp] for rp in request["allocations"] if rp in root_of}
+        if len(roots) != 1:
+            continue
+        root = roots.pop()
+        if root != exclude and root not in best:
+            best[root] = {rp: dict(a["resources"])
+                          for rp, a in request["allocations"].items()}
+    return [best[r] for r in sorted(best, key=lambda r: -free.get(r, 0))]
+
+
+# In a weigher process: provider uuid -> its host's root, set once.
+_WEIGHER_ROOTS: dict[str, str] = {}
+
+
+def _start_weigher(root_of: dict[str, str]) -> None:
+    _WEIGHER_ROOTS.update(root_of)
+
+
+def _weigh_answer(payload: bytes, exclude: Optional[str]) -> list[Alloc]:
+    """The hosts a scheduler tries, best first, from an answer's text."""
+    return weigh(_WEIGHER_ROOTS, json.loads(payload), exclude)[:HOSTS_PER_ANSWER]
+
+
 def canonical(alloc: Alloc) -> str:
     return json.dumps(alloc, sort_keys=True)
 
@@ -384,6 +434,7 @@ class Churn:
         self.target = 0
         self.stop = False
         self.serial = itertools.count()
+        self.weighers: Optional[concurrent.futures.Executor] = None
 
     # ---------------------------------------------------------------- HTTP
 
@@ -489,33 +540,11 @@ class Churn:
 
     # ---------------------------------------------------------- scheduling
 
-    def weigh(self, body: Result, exclude: Optional[str]) -> list[Alloc]:
-        """Candidates of distinct hosts, best first: most free memory in
-        the host's tree (the summaries), a host's first candidate only."""
-        summaries = body["provider_summaries"]
-        free: dict[str, float] = {}
-        for rp, summary in summaries.items():
-            host = self.root_of.get(rp)
-            mem = summary["resources"].get("MEMORY_MB")
-            if host and mem:
-                free[host.root] = free.get(host.root, 0) + mem["capacity"] \
-                    - mem["used"]
-        best: dict[str, Alloc] = {}
-        for request in body["allocation_requests"]:
-            roots = {self.root_of[rp].root
-                     for rp in request["allocations"] if rp in self.root_of}
-            if len(roots) != 1:
-                continue
-            root = roots.pop()
-            if root != exclude and root not in best:
-                best[root] = {rp: dict(a["resources"])
-                              for rp, a in request["allocations"].items()}
-        return [best[r] for r in sorted(best, key=lambda r: -free.get(r, 0))]
-
     async def schedule(self, rng: random.Random, flavor: Flavor,
                        consumer: str, project: str, user: str,
                        exclude: Optional[str] = None) -> Optional[Alloc]:
-        """Ask, weigh, claim; up to three hosts per answer, three answers."""
+        """Ask, weigh, claim; up to HOSTS_PER_ANSWER hosts per answer,
+        three answers."""
         zone = rng.randrange(ZONES) if rng.random() < 0.33 else None
         avx2 = rng.random() < 0.15
         path = flavor.query(zone, avx2, self.limit)
@@ -525,11 +554,12 @@ class Churn:
             resp = await self.call("GET /allocation_candidates", "GET", path)
             if resp is None or resp.status != 200:
                 return None
-            hosts = self.weigh(resp.json(), exclude)
+            hosts = await asyncio.get_running_loop().run_in_executor(
+                self.weighers, _weigh_answer, resp.body, exclude)
             if not hosts:
                 self.counts["no_valid_host"] += 1
                 return None
-            for alloc in hosts[:3]:
+            for alloc in hosts:
                 body = {"allocations": {rp: {"resources": r}
                                         for rp, r in alloc.items()},
                         "project_id": project, "user_id": user,
@@ -717,6 +747,21 @@ class Churn:
             await asyncio.gather(*running)
 
     async def run(self, seconds: float, schedulers: int) -> float:
+        root_of = {rp: host.root for rp, host in self.root_of.items()}
+        # Spawned, not forked: this process runs an event loop and threads.
+        with concurrent.futures.ProcessPoolExecutor(
+                WEIGHERS, multiprocessing.get_context("spawn"),
+                initializer=_start_weigher, initargs=(root_of,)) as weighers:
+            # Started before the clock.
+            for started in [weighers.submit(len, "") for _ in range(WEIGHERS)]:
+                started.result()
+            self.weighers = weighers
+            try:
+                return await self._run(seconds, schedulers)
+            finally:
+                self.weighers = None
+
+    async def _run(self, seconds: float, schedulers: int) -> float:
         started = time.monotonic()
         deadline = started + seconds
 

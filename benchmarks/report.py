@@ -542,6 +542,8 @@ def header(doc: Result) -> list[str]:
             what = "openstack-placement %s" % side["placement_version"]
         else:
             what = "this repository at %s" % (side.get("revision") or "?")
+        if side.get("gunicorn_version"):
+            what += ", gunicorn %s" % side["gunicorn_version"]
         lines.append("%s: %s (%s)" % (side["label"], what,
                                       side.get("placement_path")
                                       or side["venv"]))

@@ -186,12 +186,13 @@ def main(argv: list[str]) -> int:
         info = {"label": label, "venv": venv,
                 "placement_version": config.package_version(venv),
                 "placement_path": location,
+                "gunicorn_version": venvs.gunicorn_version(venv),
                 "revision": venvs.source_revision(location)
                 if label == "ours" else None}
         doc["sides"].append(info)
-        log("%s = %s (placement from %s, openstack-placement %s)"
+        log("%s = %s (placement from %s, openstack-placement %s, gunicorn %s)"
             % (label, venv, info["placement_path"],
-               info["placement_version"] or "n/a"))
+               info["placement_version"] or "n/a", info["gunicorn_version"]))
     log("db %s, %d worker(s), scenarios %s, %d round(s); logs in %s; "
         "results in %s" % (args.db, args.workers, ",".join(args.scenarios),
                            args.rounds, args.workdir, args.json))

@@ -93,6 +93,17 @@ def ensure_upstream(venv: Optional[str], install: bool, version: str,
     return venv
 
 
+def gunicorn_version(venv: str) -> Optional[str]:
+    """The gunicorn release a side serves with.  It matters to the figures:
+    since 26.0 a sync worker, after each response, waits for the client to
+    close its end of the connection, so a busy client holds workers up."""
+    probe = subprocess.run(
+        [os.path.join(venv, "bin", "python"), "-c",
+         "import importlib.metadata as m; print(m.version('gunicorn'))"],
+        capture_output=True, text=True)
+    return probe.stdout.strip() or None if probe.returncode == 0 else None
+
+
 def source_revision(package_dir: Optional[str]) -> Optional[str]:
     """``git describe --always --dirty`` of the checkout a package comes
     from, or None when it is not in a git work tree (e.g. from PyPI)."""
