@@ -10,7 +10,7 @@ import collections
 import itertools
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Hashable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Hashable, NamedTuple
 
 import sqlalchemy as sa
 
@@ -37,9 +37,16 @@ MAX_ENTRIES = 100_000
 # limit 1000 every query holds a list per tree, 20,000 references to some
 # 2,600 distinct lists, and a worker's peak stays where 2,000 lists
 # unshared took it (95 MB, below upstream's 96.5 MB; 50,000 unshared
-# took it to 120 MB).
+# took it to 120 MB).  On bigger clouds the bounds grow with the trees
+# kept (LISTS_PER_TREE, REFERENCES_PER_TREE): at 5,000 hosts and limit
+# 1000 the fixed bounds made the queries forget each other's lists before
+# they were asked again, and every search built its thousand lists anew
+# (69.7 ms server CPU per scheduled instance; with 16,000 and 160,000,
+# 36.1 ms, the worker's peak 132 -> 150 MB).
 MAX_CANDIDATE_LISTS = 4_000
 MAX_LIST_REFERENCES = 40_000
+LISTS_PER_TREE = 3
+REFERENCES_PER_TREE = 32
 # State texts kept per bucket of trees (see put_bucket).
 TEXTS_PER_BUCKET = 4
 # Queries whose candidates are kept.
@@ -119,7 +126,7 @@ class Kept:
         # /resource_providers read of it (see the listed property).
         self._listed: dict[int, Any] = {}
         self._tree_providers = 0
-        self.candidates = QueryCandidates(self.counts)
+        self.candidates = QueryCandidates(self.counts, lambda: len(self.trees))
         self._aggregate_uuids: dict[int, str] = {}
         self.aggregate_sets: dict[tuple[int, ...], frozenset[str]] = {}
         self._class_names: dict[int, str] = {}
@@ -318,8 +325,9 @@ class QueryCandidates:
     root id), for the queries asked most recently; lists of equal content
     kept for several queries are one object (see :meth:`QueryLists.keep`)."""
 
-    def __init__(self, counts: collections.Counter[tuple[str, str]] | None = None
-                 ) -> None:
+    def __init__(self, counts: collections.Counter[tuple[str, str]] | None = None,
+                 trees_kept: Callable[[], int] = lambda: 0) -> None:
+        self._trees_kept = trees_kept
         self._by_query: collections.OrderedDict[Hashable, QueryLists] = (
             collections.OrderedDict())
         self._lock = threading.Lock()
@@ -334,9 +342,13 @@ class QueryCandidates:
     def of(self, query: Hashable) -> QueryLists:
         """The lists kept for ``query`` (to read and add to).  Forgets the
         queries asked least recently when more than MAX_CANDIDATE_LISTS
-        distinct lists, MAX_LIST_REFERENCES lists over all queries or
-        MAX_QUERIES queries are kept; the query asked is never forgotten
-        by it: it holds at most one list per tree."""
+        distinct lists, MAX_LIST_REFERENCES lists over all queries (or
+        LISTS_PER_TREE and REFERENCES_PER_TREE times the trees kept, when
+        more) or MAX_QUERIES queries are kept; the query asked is never
+        forgotten by it: it holds at most one list per tree."""
+        trees = self._trees_kept()
+        max_lists = max(MAX_CANDIDATE_LISTS, LISTS_PER_TREE * trees)
+        max_references = max(MAX_LIST_REFERENCES, REFERENCES_PER_TREE * trees)
         with self._lock:
             kept = self._by_query.get(query)
             if kept is None:
@@ -345,8 +357,8 @@ class QueryCandidates:
                 self._by_query.move_to_end(query)
             total = sum(len(lists) for lists in self._by_query.values())
             while len(self._by_query) > 1 and (
-                    len(self._shared) > MAX_CANDIDATE_LISTS
-                    or total > MAX_LIST_REFERENCES
+                    len(self._shared) > max_lists
+                    or total > max_references
                     or len(self._by_query) > MAX_QUERIES):
                 # Its lists no other query holds leave _shared with it.
                 total -= len(self._by_query.popitem(last=False)[1])

@@ -138,6 +138,33 @@ def test_the_queries_asked_least_recently_are_forgotten(
     assert list(kept._by_query) == ["e"]
 
 
+def test_the_bounds_grow_with_the_trees_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A bigger cloud has more trees per query: fixed bounds would make the
+    # queries forget each other's lists before they are asked again.
+    monkeypatch.setattr(provider_cache, "MAX_LIST_REFERENCES", 4)
+    monkeypatch.setattr(provider_cache, "REFERENCES_PER_TREE", 2)
+    trees = [2]
+    kept = provider_cache.QueryCandidates(trees_kept=lambda: trees[0])
+    kept.of("a").update({1: "x", 2: "x"})
+    kept.of("b").update({1: "x", 2: "x"})
+    kept.of("c").update({1: "x"})
+    kept.of("d")
+    # Two trees: 4 references at most, five kept: a goes.
+    assert list(kept._by_query) == ["b", "c", "d"]
+    trees[0] = 3
+    kept.of("d").update({1: "x", 2: "x"})
+    kept.of("e")
+    # Three trees: 6 references fit the five kept, none goes.
+    assert list(kept._by_query) == ["b", "c", "d", "e"]
+
+
+def test_the_store_bounds_its_lists_by_its_own_trees() -> None:
+    cache = provider_cache.Kept()
+    assert cache.candidates._trees_kept() == 0
+    cache.trees[7] = object()  # type: ignore[assignment]
+    assert cache.candidates._trees_kept() == 1
+
+
 class _List:
     """A candidate list as the store sees it: its content and nothing else."""
 
