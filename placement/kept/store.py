@@ -372,7 +372,7 @@ class QueryCandidates:
 
 
 class QueryLists(dict[int, Any]):
-    """One query's lists by root id, counting the lists found and stored."""
+    """One query's lists by root id, counting the lists reused and stored."""
 
     __slots__ = ("_counts", "_shared")
 
@@ -382,11 +382,10 @@ class QueryLists(dict[int, Any]):
         self._counts = counts
         self._shared = shared
 
-    def get(self, key: int, default: Any = None) -> Any:
-        found = super().get(key, default)
-        if found is not None:
-            self._counts["hit", "candidate_list"] += 1
-        return found
+    def count_reused(self, number: int) -> None:
+        """Count ``number`` lists a search found holding and used again
+        (counted per search, not per lookup: a search looks up every tree's)."""
+        self._counts["hit", "candidate_list"] += number
 
     def keep(self, root_id: int, listed: Any) -> Any:
         """Keep ``listed`` as the list of tree ``root_id``, or a list kept
