@@ -10,7 +10,7 @@ import collections
 import itertools
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Hashable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, NamedTuple
 
 import sqlalchemy as sa
 
@@ -88,6 +88,13 @@ class Texts:
         """What was put for ``key`` and ``shape``, else None."""
         shapes = self._by_key.get(key)
         return None if shapes is None else shapes.get(shape)
+
+    def get_each(self, keys: Iterable[int], shape: Hashable) -> list[Any]:
+        """:meth:`get` of each of ``keys`` (a response's hundreds of
+        trees, without a call each)."""
+        by_key = self._by_key
+        return [None if (shapes := by_key.get(key)) is None else shapes.get(shape)
+                for key in keys]
 
     def put(self, key: int, shape: Hashable, value: Any) -> None:
         shapes = self._by_key.get(key)
@@ -372,7 +379,7 @@ class QueryCandidates:
 
 
 class QueryLists(dict[int, Any]):
-    """One query's lists by root id, counting the lists found and stored."""
+    """One query's lists by root id, counting the lists reused and stored."""
 
     __slots__ = ("_counts", "_shared")
 
@@ -382,11 +389,10 @@ class QueryLists(dict[int, Any]):
         self._counts = counts
         self._shared = shared
 
-    def get(self, key: int, default: Any = None) -> Any:
-        found = super().get(key, default)
-        if found is not None:
-            self._counts["hit", "candidate_list"] += 1
-        return found
+    def count_reused(self, number: int) -> None:
+        """Count ``number`` lists a search found holding and used again
+        (counted per search, not per lookup: a search looks up every tree's)."""
+        self._counts["hit", "candidate_list"] += number
 
     def keep(self, root_id: int, listed: Any) -> Any:
         """Keep ``listed`` as the list of tree ``root_id``, or a list kept

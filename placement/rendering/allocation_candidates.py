@@ -106,16 +106,17 @@ def _tree_summary_texts(found: candidates.Candidates, quoted: _UuidTexts,
                         texts: Texts) -> list[bytes]:
     """The summaries of every provider of each tree used (1.29+), a text
     per tree, kept under the tree's key."""
+    shown = summary.trees_shown(found)
+    written = texts.get_each([tree.key for tree in shown], _TREE_SUMMARIES)
     writer = None
-    written = []
-    for tree in summary.trees_shown(found):
-        text = texts.get(tree.key, _TREE_SUMMARIES)
+    for position, text in enumerate(written):
         if text is None:
+            tree = shown[position]
             if writer is None:
                 writer = _SummaryWriter(quoted, None, NESTED_SINCE)
-            text = ", ".join([writer.text(p) for p in tree.providers]).encode()
+            text = written[position] = ", ".join(
+                [writer.text(p) for p in tree.providers]).encode()
             texts.put(tree.key, _TREE_SUMMARIES, text)
-        written.append(text)
     return written
 
 
@@ -134,10 +135,11 @@ class _UuidTexts(dict):  # type: ignore[type-arg]
 
     def __init__(self, forest: candidates.Forest) -> None:
         super().__init__()
-        self.providers = forest.providers
+        # Its providers are looked at only for a text not kept.
+        self.forest = forest
 
     def __missing__(self, provider_id: int) -> str:
-        uuid = self.providers[provider_id].uuid
+        uuid = self.forest.providers[provider_id].uuid
         text = '"%s"' % uuid if _SAFE_UUID.match(uuid) else json.dumps(uuid)
         self[provider_id] = text
         return text

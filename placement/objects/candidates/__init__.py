@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import operator
 from typing import TYPE_CHECKING
 
 from placement.kept import Kept
@@ -106,12 +107,14 @@ def _takes_first(randomize: bool, strategy: str, limit: int | None,
 
 def _answer(chosen: list[Item], query: CandidateQuery) -> Candidates:
     trees: dict[int, Tree] = {}
-    previous = None
-    for listed, index in chosen:
-        # A list's candidates come one after the other, and in most lists
-        # all take from the anchor's tree alone: it is added once per list.
-        if listed is not previous or listed.used is not None:
-            for tree in listed.trees_used(index):
+    # A list's candidates come one after the other, and in most lists all
+    # take from the anchor's tree alone: it is added once per list.
+    for listed, items in itertools.groupby(chosen, key=operator.itemgetter(0)):
+        if listed.used is None:
+            anchor = listed.trees[0]
+            trees[anchor.root_id] = anchor
+            continue
+        for _listed, index in items:
+            for tree in listed.used[index]:
                 trees[tree.root_id] = tree
-        previous = listed
     return Candidates(tuple(chosen), Forest(trees.values()), query)

@@ -30,12 +30,11 @@ many queries costs little memory and their texts are written once
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import operator
-from typing import Any, Callable, Hashable, Iterator, Sequence
+from typing import Hashable, Iterator, Sequence
 
-from placement.objects.candidates.assemble import Assembler, merge
+from placement.objects.candidates.assemble import DEPTH_FIRST, Assembler, merge
 from placement.objects.candidates.choices import Combination
 from placement.kept import QueryLists
 from placement.objects.candidates.trees import Forest, Tree
@@ -108,9 +107,16 @@ def candidates(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
                kept: QueryLists, strategy: str) -> Iterator[Item]:
     """The candidates of these trees, in the order of ``strategy``: each
     tree's own, reused or built."""
-    items = merge(tree_streams(trees, query, nested, kept), strategy)
-    if any(tree.sharing for tree in trees):
-        return _first_of_each(items)
+    builder = _Builder(trees, query, nested, kept)
+    if strategy == DEPTH_FIRST:
+        # A tree's candidates all come before the next tree's: repeats are
+        # dropped tree by tree, and the candidates of a list that has none
+        # to drop pass through untouched.
+        return itertools.chain.from_iterable(
+            builder.streams(set() if builder.sharing else None))
+    items = merge(builder.streams(), strategy)
+    if builder.sharing:
+        return _first_of_each(items, set())
     return items
 
 
@@ -120,20 +126,12 @@ def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
 
     ``kept`` holds the lists of earlier searches of this query by root id
     (:meth:`placement.kept.QueryCandidates.of`); lists built here are added to it.
-    Nothing is looked at before a stream is read, so a limit bounds the
-    work, however many trees there are.  With sharing providers among the
-    trees, a candidate of sharing providers alone may come in the streams
-    of several trees (see :func:`candidates`).
+    Nothing is looked at before a tree's stream is taken, so a limit
+    bounds the work, however many trees there are.  With sharing providers
+    among the trees, a candidate of sharing providers alone may come in the
+    streams of several trees (see :func:`candidates`).
     """
-    builder = _Builder(trees, query, nested, kept)
-    return (builder.items(index) for index in range(len(trees)))
-
-
-def _same(kept: tuple[Tree, ...], read: tuple[Tree, ...]) -> bool:
-    # Trees define no equality of their own: tuples of them are equal when
-    # they hold the very same objects (compared without a Python loop, for
-    # every tree of every search).
-    return kept == read
+    return _Builder(trees, query, nested, kept).streams()
 
 
 # Trees built by the first assembler of a search; each next one builds
@@ -156,12 +154,21 @@ class _Builder:
         self.kept = kept
         self._sharing = [(tree, provider) for tree in trees if tree.sharing
                          for provider in tree.providers if provider.is_sharing]
+        # Empty without sharing providers: then no tree is served by one.
         self._sharing_aggregates = frozenset().union(
             *[provider.aggregates for _tree, provider in self._sharing])
         self._sources: dict[int, tuple[Tree, ...]] = {}
         self._assembler_of: dict[int, Assembler] = {}
+        # Kept lists found holding while looking ahead for trees to build,
+        # by index: a search looks at most trees once.
+        self._reusable_ahead: dict[int, CandidateList] = {}
         self._batch_size = FIRST_BUILT
         self._position: dict[int, int] | None = None
+
+    @property
+    def sharing(self) -> bool:
+        """Whether sharing providers are among the trees."""
+        return bool(self._sharing)
 
     def sources(self, tree: Tree) -> tuple[Tree, ...]:
         """The trees ``tree``'s candidates depend on: itself, then those of
@@ -181,14 +188,45 @@ class _Builder:
                 tree, *[serving[root] for root in sorted(serving)])
         return found
 
-    def reusable(self, tree: Tree, lookup: Callable[..., Any]) -> CandidateList | None:
-        """The tree's kept list if it holds, found with ``lookup`` (the
-        kept dict's own ``get`` counts what it finds)."""
-        listed = lookup(tree.root_id)
-        if listed is not None and listed.complete and _same(
-                listed.trees, self.sources(tree)):
-            return listed  # type: ignore[no-any-return]
-        return None
+    def reusable(self, tree: Tree) -> CandidateList | None:
+        """The tree's kept list if it holds: complete, and built from the
+        very trees its candidates depend on now (:meth:`sources`)."""
+        listed: CandidateList | None = self.kept.get(tree.root_id)
+        if listed is None or not listed.complete:
+            return None
+        built_from = listed.trees
+        # Trees define no equality of their own: the very same objects
+        # are what counts.  Most trees were and are served by no sharing
+        # provider: that is told without working out their sources.
+        if built_from[0] is not tree:
+            return None
+        if len(built_from) == 1 and tree.aggregates.isdisjoint(self._sharing_aggregates):
+            return listed
+        return listed if built_from == self.sources(tree) else None
+
+    def streams(self, seen: set[Combination] | None = None) -> Iterator[Iterator[Item]]:
+        """The candidates of each tree in turn, as items: a kept list's as
+        they are (no Python code runs per candidate), another tree's built
+        when its stream is first read.  With ``seen``, candidates of
+        sharing providers alone that it holds are dropped, and those
+        passed added (see :func:`_first_of_each`).  The lists reused are
+        counted once the streams are done with."""
+        reused = 0
+        try:
+            ahead = self._reusable_ahead
+            for index, tree in enumerate(self.trees):
+                listed = ahead.pop(index, None) or self.reusable(tree)
+                if listed is None:
+                    stream = self.built(index)
+                else:
+                    reused += 1
+                    stream = zip(itertools.repeat(listed), range(len(listed.combinations)))
+                    if not listed.sharing_alone:
+                        yield stream
+                        continue
+                yield stream if seen is None else _first_of_each(stream, seen)
+        finally:
+            self.kept.count_reused(reused)
 
     def assembler(self, index: int) -> Assembler:
         """The assembler of the batch holding the tree at ``index``."""
@@ -197,14 +235,17 @@ class _Builder:
         if assembler is not None:
             return assembler
         batch = [trees[index]]
-        uncounted = functools.partial(dict.get, self.kept)
         for later in range(index + 1, len(trees)):
             if len(batch) >= self._batch_size:
                 break
             tree = trees[later]
-            if (tree.root_id not in self._assembler_of
-                    and self.reusable(tree, uncounted) is None):
+            if tree.root_id in self._assembler_of:
+                continue
+            listed = self.reusable(tree)
+            if listed is None:
                 batch.append(tree)
+            else:
+                self._reusable_ahead[later] = listed
         self._batch_size *= 2
         if self._position is None:
             self._position = {tree.root_id: i for i, tree in enumerate(trees)}
@@ -218,19 +259,17 @@ class _Builder:
             self._assembler_of[tree.root_id] = assembler
         return assembler
 
-    def items(self, index: int) -> Iterator[Item]:
-        """The candidates of the tree at ``index`` as items, its list built
-        (and kept) when the stream first reaches it."""
+    def built(self, index: int) -> Iterator[Item]:
+        """The candidates of the tree at ``index``, whose kept list does not
+        hold, as items: its list built (and kept) when the stream is first
+        read."""
         tree = self.trees[index]
-        listed = self.reusable(tree, self.kept.get)
-        if listed is None:
-            sources = self.sources(tree)
-            first = self.assembler(index).first_candidates(tree.root_id,
-                                                           KEPT_PER_TREE + 1)
-            combinations = first[:KEPT_PER_TREE]
-            listed = self.kept.keep(tree.root_id, CandidateList(
-                sources, combinations, complete=len(first) <= KEPT_PER_TREE,
-                kept=True, used=_used(sources, combinations)))
+        sources = self.sources(tree)
+        first = self.assembler(index).first_candidates(tree.root_id, KEPT_PER_TREE + 1)
+        combinations = first[:KEPT_PER_TREE]
+        listed = self.kept.keep(tree.root_id, CandidateList(
+            sources, combinations, complete=len(first) <= KEPT_PER_TREE,
+            kept=True, used=_used(sources, combinations)))
         yield from zip(itertools.repeat(listed), range(len(listed.combinations)))
         if not listed.complete:
             for combination in itertools.islice(
@@ -271,9 +310,10 @@ def _sharing_alone(sources: tuple[Tree, ...], combinations: tuple[Combination, .
                              for pid in choice.providers)])
 
 
-def _first_of_each(items: Iterator[Item]) -> Iterator[Item]:
+def _first_of_each(items: Iterator[Item], seen: set[Combination]) -> Iterator[Item]:
     """Each candidate once: one taking from sharing providers alone is
     built around every tree they serve, and comes first with the first.
+    ``seen`` holds those that came before (in the streams of earlier trees).
 
     Only those are looked up: a provider that does not share serves
     candidates built around its own tree alone (:class:`.trees.Forest`
@@ -282,7 +322,6 @@ def _first_of_each(items: Iterator[Item]) -> Iterator[Item]:
     (tuples of tuples, hashed afresh each time) cost more than the rest of
     taking a kept list's candidates.
     """
-    seen: set[Combination] = set()
     for item in items:
         listed, index = item
         if index in listed.sharing_alone:

@@ -173,11 +173,14 @@ class Forest:
 
     def __init__(self, trees: Iterable[Tree]) -> None:
         self.trees: dict[int, Tree] = {tree.root_id: tree for tree in trees}
-        self.providers: dict[int, Provider] = {
-            p.id: p for tree in self.trees.values() for p in tree.providers}
 
-    # Worked out when first asked: the forest of an answer's trees, which
-    # only its rendering reads, never is.
+    # Worked out when first asked: the forest of an answer's trees needs
+    # its providers only for the texts a response has not kept, and its
+    # anchors never.
+    @functools.cached_property
+    def providers(self) -> dict[int, Provider]:
+        return {p.id: p for tree in self.trees.values() for p in tree.providers}
+
     @functools.cached_property
     def anchors(self) -> dict[int, list[int]]:
         return (self._sharing_anchors()
