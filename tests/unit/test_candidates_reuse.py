@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import pytest
@@ -29,10 +28,10 @@ def lists() -> QueryLists:
 
 def chosen(trees: list[Tree], kept: QueryLists,
            query: CandidateQuery = VCPU_QUERY, **options: Any) -> list[Any]:
-    streams = reuse.tree_streams(trees, query, True, kept)
-    return assemble.choose(
-        assemble.merge(streams, options.pop("strategy", assemble.DEPTH_FIRST)),
-        limit=options.pop("limit", None), randomize=False, max_candidates=-1)
+    stream = reuse.candidates(trees, query, True, kept,
+                              options.pop("strategy", assemble.DEPTH_FIRST))
+    return assemble.choose(stream, limit=options.pop("limit", None), randomize=False,
+                           max_candidates=-1)
 
 
 def providers(items: list[Any]) -> list[int]:
@@ -110,10 +109,10 @@ def test_lists_replaced_by_another_request_do_not_disturb_a_search() -> None:
     trees = hosts(4, 4)
     kept = lists()
     chosen(trees, kept)
-    streams = reuse.tree_streams(trees, VCPU_QUERY, True, kept)
+    stream = reuse.candidates(trees, VCPU_QUERY, True, kept, assemble.DEPTH_FIRST)
     # Another request, which read host 1 changed, keeps its own list.
     kept[1] = reuse.CandidateList(tuple(hosts(0)), ())
-    found = list(itertools.chain.from_iterable(streams))
+    found = list(stream)
     assert providers(found) == [1, 2]
 
 

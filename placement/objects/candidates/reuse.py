@@ -120,20 +120,6 @@ def candidates(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
     return items
 
 
-def tree_streams(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
-                 kept: QueryLists) -> Iterator[Iterator[Item]]:
-    """The candidates of each tree, in the order given, as items.
-
-    ``kept`` holds the lists of earlier searches of this query by root id
-    (:meth:`placement.kept.QueryCandidates.of`); lists built here are added to it.
-    Nothing is looked at before a tree's stream is taken, so a limit
-    bounds the work, however many trees there are.  With sharing providers
-    among the trees, a candidate of sharing providers alone may come in the
-    streams of several trees (see :func:`candidates`).
-    """
-    return _Builder(trees, query, nested, kept).streams()
-
-
 # Trees built by the first assembler of a search; each next one builds
 # twice as many.
 FIRST_BUILT = 4
