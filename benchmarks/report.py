@@ -46,6 +46,16 @@ def idle_rss(r: Result) -> Optional[float]:
     return max(values) if values else None
 
 
+def cold_first(*prefix: str) -> Getter:
+    """A fresh worker's first answer: the median over the fresh workers a
+    run timed (``cold``), else the kit's single first request."""
+    def get(r: Result) -> Optional[float]:
+        median = dig(r, "cold", "median_ms")
+        return median if median is not None else dig(r, *prefix,
+                                                     "first_request_ms")
+    return get
+
+
 def read_rows(title: str, scenario: str, *prefix: str,
               count: str = "candidates") -> list[tuple]:
     """Rows of one measured GET (kit's measure_query / our measure_get)."""
@@ -53,6 +63,8 @@ def read_rows(title: str, scenario: str, *prefix: str,
         # A worker answers its first request cold: nothing kept yet.
         (title, "first request ms", scenario, path(*prefix, "first_request_ms"),
          LOWER),
+        (title, "fresh workers' first answer ms (median)", scenario,
+         path("cold", "median_ms"), LOWER),
         (title, "median latency ms", scenario, path(*prefix, "latency",
                                                     "median_ms"), LOWER),
         (title, "p95 latency ms", scenario, path(*prefix, "latency",
@@ -414,10 +426,8 @@ def target_rows(doc: Result) -> list[list[str]]:
 
     for title, scenario, prefix in reads[:3]:
         if has(scenario) and has(scenario, "upstream"):
-            g = gain(m("upstream", scenario, path(*prefix,
-                                                  "first_request_ms")),
-                     m("ours", scenario, path(*prefix, "first_request_ms")),
-                     LOWER)
+            g = gain(m("upstream", scenario, cold_first(*prefix)),
+                     m("ours", scenario, cold_first(*prefix)), LOWER)
             rows.append(["%s: cold first answer >= 5x faster" % title,
                          "%sx" % fmt(g) if g is not None else "-",
                          _check(None if g is None else g >= 5)])

@@ -101,6 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "(default 60)")
     g.add_argument("--churn-seed", type=int, default=1,
                    help="churn: seed of the cloud and of the schedulers")
+    g.add_argument("--cold-workers", type=int, default=5,
+                   help="flat, nested: fresh workers whose first answer is "
+                   "timed, besides the kit's first request (default 5; 0 "
+                   "skips them)")
     g.add_argument("--wide-limit-only", dest="wide_no_limit",
                    action="store_false",
                    help="wide: skip the variant without limit")

@@ -2,7 +2,10 @@
 
 Scenarios (see README.rst for what each measures):
 
-* ``flat``, ``nested``, ``write`` - the kit's perfload scenarios, unchanged;
+* ``flat``, ``nested``, ``write`` - the kit's perfload scenarios; ``flat``
+  and ``nested`` also time the first answer of ``--cold-workers`` fresh
+  workers (gunicorn replaces its workers on SIGHUP) between loading and the
+  kit's measurement, whose first request then meets a fresh worker too;
 * ``flat-large`` - the kit's flat data at ``--large-providers`` (10,000)
   providers, then the perfload allocation-candidates query and
   ``GET /resource_providers`` filtered by ``resources`` and ``required``;
@@ -23,6 +26,8 @@ import hashlib
 import json
 import os
 import re
+import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -126,6 +131,93 @@ def measure_get(ctx: kit.Context, path: str,
         ctx.problem("throughput run had %s failed and %s non-2xx responses"
                     % (tp.get("failed"), tp.get("non_2xx")))
     return out
+
+
+# --------------------------------------------------------------------------
+# flat, nested: the kit's, with the first answers of fresh workers
+# --------------------------------------------------------------------------
+
+def _worker_pids(ctx: kit.Context) -> set[int]:
+    return set(kit_server.process_tree(ctx.server.pid)) - {ctx.server.pid}
+
+
+def _workers_cpu(pids: set[int]) -> float:
+    return sum(kit_server.tree_cpu_seconds(pid) or 0.0 for pid in pids)
+
+
+def fresh_workers(ctx: kit.Context, timeout: float = 120) -> None:
+    """Have gunicorn replace every worker and wait until the new ones sit
+    idle: application imported, nothing asked of them yet.  (Asking "/"
+    to see that they are up would warm the one that answers.)"""
+    old = _worker_pids(ctx)
+    os.kill(ctx.server.pid, signal.SIGHUP)
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = _worker_pids(ctx)
+        if len(pids) >= ctx.cfg.workers and not pids & old:
+            break
+        if time.monotonic() > deadline:
+            raise kit_server.BenchError("workers not replaced after SIGHUP")
+        time.sleep(0.1)
+    # A worker imports the application after its fork; it is ready once
+    # its CPU time stops moving.
+    spent = -1.0
+    while spent != _workers_cpu(pids):
+        if time.monotonic() > deadline:
+            raise kit_server.BenchError("new workers never went idle")
+        spent = _workers_cpu(pids)
+        time.sleep(0.5)
+
+
+def cold_first_answers(ctx: kit.Context, path: str) -> Result:
+    """The first answer of ``--cold-workers`` fresh workers, one each."""
+    samples = []
+    for _ in range(ctx.cfg.cold_workers):
+        fresh_workers(ctx)
+        resp = asyncio.run(ctx.client.get(path))
+        if resp.status != 200:
+            ctx.problem("cold %s returned %d: %s" % (path, resp.status,
+                                                     resp.error_text()))
+            return {}
+        samples.append(measure.ms(resp.elapsed))
+    # The kit's own first request, next, meets fresh workers too.
+    fresh_workers(ctx)
+    ctx.log("  cold first answers of %d fresh workers: %s ms"
+            % (len(samples), samples))
+    return {"samples_ms": samples, "median_ms": statistics.median(samples)}
+
+
+def _with_cold_workers(load: Callable[[kit.Context], Result],
+                       query: str, expected: Callable[[Any], int]
+                       ) -> Callable[[kit.Context], Result]:
+    def run(ctx: kit.Context) -> Result:
+        out = load(ctx)
+        if ctx.cfg.cold_workers:
+            out["cold"] = cold_first_answers(ctx, workload.ac_path(query))
+        out.update(kit.measure_query(ctx, query, expected(ctx.cfg)))
+        return out
+    return run
+
+
+def _load_flat(ctx: kit.Context) -> Result:
+    n = ctx.cfg.providers
+    return {"providers": n, "load": kit.load(
+        ctx, [workload.flat_chain(i) for i in range(n)], n, "flat")}
+
+
+def _load_nested(ctx: kit.Context) -> Result:
+    trees = ctx.cfg.trees
+    n = trees * workload.PROVIDERS_PER_TREE
+    return {"trees": trees, "providers": n, "load": kit.load(
+        ctx, [workload.nested_chain(t) for t in range(trees)], n, "nested")}
+
+
+# The kit's flat and nested scenarios (same load, same query, same
+# expected count: flat one candidate per provider, nested two per tree).
+run_flat = _with_cold_workers(_load_flat, workload.FLAT_QUERY,
+                              lambda cfg: cfg.providers)
+run_nested = _with_cold_workers(_load_nested, workload.NESTED_QUERY,
+                                lambda cfg: 2 * cfg.trees)
 
 
 # --------------------------------------------------------------------------
@@ -387,7 +479,9 @@ def run_reshape(ctx: kit.Context) -> Result:
 
 
 def register() -> None:
-    """Make the kit's ``run_scenario`` know our scenarios."""
+    """Make the kit's ``run_scenario`` know our scenarios, and run its
+    flat and nested ones with fresh workers' first answers."""
+    kit.RUNNERS.update(flat=run_flat, nested=run_nested)
     kit.RUNNERS.setdefault("flat-large", run_flat_large)
     kit.RUNNERS.setdefault("reshape", run_reshape)
 
