@@ -394,12 +394,14 @@ class QueryLists(dict[int, Any]):
         (counted per search, not per lookup: a search looks up every tree's)."""
         self._counts["hit", "candidate_list"] += number
 
-    def keep(self, root_id: int, listed: Any) -> Any:
+    def keep(self, root_id: int, listed: Any, rebuilt: bool = True) -> Any:
         """Keep ``listed`` as the list of tree ``root_id``, or a list kept
         for another query whose ``content()`` is equal (same trees, same
         candidates): a text written for either serves both.  Returns the
-        list kept."""
-        self._counts["rebuild", "candidate_list"] += 1
+        list kept.  ``rebuilt=False``: a kept list's candidates again
+        (reuse's ``_moved_to``), counted when reused, not as rebuilt."""
+        if rebuilt:
+            self._counts["rebuild", "candidate_list"] += 1
         shared = self._shared.setdefault(listed.content(), listed)
         self[root_id] = shared
         return shared

@@ -257,3 +257,60 @@ def test_only_candidates_of_sharing_providers_alone_are_looked_up_for_repeats() 
     found = list(reuse.candidates(ordered, with_disk, True, lists(), assemble.DEPTH_FIRST))
     assert [listed.combinations[i][0].providers for listed, i in found] == [(1, 9), (2, 9)]
     assert not any(listed.sharing_alone for listed, _i in found)
+
+
+def _host_and_pool(pool_used: int, pool_total: int = 100) -> list[Tree]:
+    """Host 1 (VCPU, no disk) in the aggregate of pool 9, which shares
+    DISK_GB with it."""
+    cloud = forest((1, None, {"VCPU": inv(4)}, set(), {"agg"}),
+                   (9, None, {"DISK_GB": inv(pool_total, used=pool_used)}, {SHARES},
+                    {"agg"}))
+    return [cloud.trees[1], cloud.trees[9]]
+
+
+DISK_QUERY = CandidateQuery(groups=(group(resources={"VCPU": 1, "DISK_GB": 10}),
+                                    group("_B", resources={"DISK_GB": 20})),
+                            group_policy="none")
+
+
+def test_a_list_is_moved_to_a_pool_whose_usage_alone_changed_if_room_is_left() -> None:
+    # A claim on the pool gives it a new tree; while it can still give all
+    # the query asks (30 GB over both groups) the host's candidates are the
+    # same: its list is kept, naming the new pool tree, not built again.
+    host, pool = _host_and_pool(pool_used=10)
+    store = QueryCandidates()
+    kept = store.of("query")
+    first = chosen([host, pool], kept, DISK_QUERY)
+    listed = kept[1]
+    assert listed.trees == (host, pool) and first
+    rebuilt = store._counts["rebuild", "candidate_list"]
+
+    claimed = _host_and_pool(pool_used=70)[1]
+    again = chosen([host, claimed], kept, DISK_QUERY)
+    assert kept[1] is not listed and kept[1].trees == (host, claimed)
+    assert kept[1].combinations is listed.combinations
+    assert [item[0].combinations[item[1]] for item in again] == [
+        item[0].combinations[item[1]] for item in first]
+    # The summaries of an answer come from the trees its lists name.
+    assert {t.root_id: t for i in again for t in i[0].trees_used(i[1])}[9] is claimed
+    # Only the pool's own list (a changed tree) was built again.
+    assert store._counts["rebuild", "candidate_list"] == rebuilt + 1
+
+
+@pytest.mark.parametrize("pool_used, pool_total", [
+    (71, 100),    # 29 GB left: less than the 30 asked, the checks may differ
+    (10, 120),    # inventory changed, not only usage
+])
+def test_a_list_is_built_again_when_the_pool_changed_otherwise(
+        pool_used: int, pool_total: int) -> None:
+    host, pool = _host_and_pool(pool_used=10)
+    store = QueryCandidates()
+    kept = store.of("query")
+    chosen([host, pool], kept, DISK_QUERY)
+    rebuilt = store._counts["rebuild", "candidate_list"]
+    changed = _host_and_pool(pool_used, pool_total)[1]
+    again = chosen([host, changed], kept, DISK_QUERY)
+    every = list(assemble.Assembler(Forest([host, changed]), DISK_QUERY)
+                 .generate(assemble.DEPTH_FIRST))
+    assert [listed.combinations[i] for listed, i in again] == every
+    assert store._counts["rebuild", "candidate_list"] > rebuilt

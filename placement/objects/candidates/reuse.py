@@ -150,6 +150,9 @@ class _Builder:
         self._reusable_ahead: dict[int, CandidateList] = {}
         self._batch_size = FIRST_BUILT
         self._position: dict[int, int] | None = None
+        # What the query asks of each class over all its groups, once
+        # needed (_moved_to).
+        self._asked: dict[str, int] | None = None
 
     @property
     def sharing(self) -> bool:
@@ -188,7 +191,42 @@ class _Builder:
             return None
         if len(built_from) == 1 and tree.aggregates.isdisjoint(self._sharing_aggregates):
             return listed
-        return listed if built_from == self.sources(tree) else None
+        sources = self.sources(tree)
+        if built_from == sources:
+            return listed
+        return self._moved_to(tree, listed, sources)
+
+    def _moved_to(self, tree: Tree, listed: CandidateList,
+                  sources: tuple[Tree, ...]) -> CandidateList | None:
+        """The tree's kept list again, built from ``sources`` instead, if
+        the serving trees among them differ from those it was built from
+        in nothing but usage that leaves room for the whole query.
+
+        A claim served by a sharing provider (a disk pool) changes the
+        pool's tree, and with it the sources of every tree the pool
+        serves: their lists would all be built again though the pool can
+        still give what the query asks, and gives to the same
+        candidates.  Usage enters a search only through
+        :meth:`.trees.Inventory.fits` and :meth:`.trees.Inventory.holds`,
+        and no candidate takes more of a class from one provider than the
+        query asks of it in all; where that much still fits over the old
+        usage and the new, every such check answers alike, so the
+        candidates are the same, their texts too.  Summaries are written
+        from the trees an answer's lists name, so the new list names the
+        new trees."""
+        built_from = listed.trees
+        if len(built_from) != len(sources):
+            return None
+        asked = self._asked
+        if asked is None:
+            asked = self._asked = _asked_in_all(self.query)
+        for before, now in zip(built_from[1:], sources[1:], strict=True):
+            if before is not now and not _only_usage_moved(before, now, asked):
+                return None
+        moved = CandidateList(sources, listed.combinations, complete=True, kept=True,
+                              used=_used(sources, listed.combinations))
+        moved.texts = listed.texts
+        return self.kept.keep(tree.root_id, moved, rebuilt=False)
 
     def streams(self, seen: set[Combination] | None = None) -> Iterator[Iterator[Item]]:
         """The candidates of each tree in turn, as items: a kept list's as
@@ -279,6 +317,43 @@ def _used(sources: tuple[Tree, ...], combinations: tuple[Combination, ...]
         for combination in combinations])
     anchor = sources[:1]
     return None if all(trees == anchor for trees in used) else used
+
+
+def _asked_in_all(query: CandidateQuery) -> dict[str, int]:
+    """The amount of each class the query's groups ask for together: the
+    most any candidate takes of it from one provider."""
+    asked: dict[str, int] = {}
+    for group in query.groups:
+        for name, amount in group.resources:
+            asked[name] = asked.get(name, 0) + amount
+    return asked
+
+
+def _only_usage_moved(before: Tree, now: Tree, asked: dict[str, int]) -> bool:
+    """Whether ``now`` is ``before`` but for usage, and every inventory
+    whose usage moved has room for all the query asks of its class
+    (``asked``) over both usages, so that no check of a search tells them
+    apart."""
+    if len(before.providers) != len(now.providers):
+        return False
+    for old, new in zip(before.providers, now.providers, strict=True):
+        if (old.id != new.id or old.uuid != new.uuid or old.parent_id != new.parent_id
+                or old.traits != new.traits or old.aggregates != new.aggregates
+                or old.inventories.keys() != new.inventories.keys()):
+            return False
+        if old.inventories is new.inventories:
+            continue
+        for name, was in old.inventories.items():
+            is_ = new.inventories[name]
+            if was[:-1] != is_[:-1]:  # every field but ``used``
+                return False
+            # Written as fits and holds compute it, so that floats round
+            # alike: what holds for the larger usage and the whole amount
+            # holds for the smaller and any part.
+            if was.used != is_.used and ((was.total - was.reserved) * was.allocation_ratio
+                                         < max(was.used, is_.used) + asked.get(name, 0)):
+                return False
+    return True
 
 
 _NOBODY: frozenset[int] = frozenset()
