@@ -151,8 +151,11 @@ class _Builder:
         self._batch_size = FIRST_BUILT
         self._position: dict[int, int] | None = None
         # What the query asks of each class over all its groups, once
-        # needed (_moved_to).
+        # needed, and per (kept, read) pair of serving trees whether the
+        # read one differs only in usage with room left: a pool serves
+        # many trees, and is compared once (_moved_to).
         self._asked: dict[str, int] | None = None
+        self._only_usage: dict[tuple[int, int], bool] = {}
 
     @property
     def sharing(self) -> bool:
@@ -220,8 +223,15 @@ class _Builder:
         asked = self._asked
         if asked is None:
             asked = self._asked = _asked_in_all(self.query)
+        compared = self._only_usage
         for before, now in zip(built_from[1:], sources[1:], strict=True):
-            if before is not now and not _only_usage_moved(before, now, asked):
+            if before is now:
+                continue
+            pair = (before.key, now.key)
+            same = compared.get(pair)
+            if same is None:
+                same = compared[pair] = _only_usage_moved(before, now, asked)
+            if not same:
                 return None
         moved = CandidateList(sources, listed.combinations, complete=True, kept=True,
                               used=_used(sources, listed.combinations))
@@ -329,6 +339,9 @@ def _asked_in_all(query: CandidateQuery) -> dict[str, int]:
     return asked
 
 
+_USED = operator.attrgetter("used")
+
+
 def _only_usage_moved(before: Tree, now: Tree, asked: dict[str, int]) -> bool:
     """Whether ``now`` is ``before`` but for usage, and every inventory
     whose usage moved has room for all the query asks of its class
@@ -345,13 +358,14 @@ def _only_usage_moved(before: Tree, now: Tree, asked: dict[str, int]) -> bool:
             continue
         for name, was in old.inventories.items():
             is_ = new.inventories[name]
-            if was[:-1] != is_[:-1]:  # every field but ``used``
-                return False
-            # Written as fits and holds compute it, so that floats round
-            # alike: what holds for the larger usage and the whole amount
-            # holds for the smaller and any part.
-            if was.used != is_.used and ((was.total - was.reserved) * was.allocation_ratio
-                                         < max(was.used, is_.used) + asked.get(name, 0)):
+            if was.used == is_.used:
+                if was != is_:
+                    return False
+            # Room for the whole amount over the larger usage means room
+            # for any part of it over either (Inventory.has_room computes
+            # as fits and holds do, so floats round alike).
+            elif (was._replace(used=is_.used) != is_
+                  or not max(was, is_, key=_USED).has_room(asked.get(name, 0))):
                 return False
     return True
 

@@ -52,6 +52,12 @@ class Inventory(NamedTuple):
                 and (self.total - self.reserved) * self.allocation_ratio
                 >= self.used + amount)
 
+    def has_room(self, amount: int) -> bool:
+        """Whether ``amount`` more units stay within capacity (the test
+        :meth:`fits` and :meth:`holds` write inline: they run for every
+        provider of every search)."""
+        return (self.total - self.reserved) * self.allocation_ratio >= self.used + amount
+
     def holds(self, amount: int) -> bool:
         """Whether ``amount`` units in all, summed over request groups that
         each fit on their own, stay within capacity and ``max_unit``."""
