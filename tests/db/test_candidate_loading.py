@@ -361,6 +361,34 @@ def test_entries_and_usage_of_whole_trees_in_one_read(
         assert search.fetch(conn, search.ENTRIES_AND_USAGE, {"root_ids": []}) == []
 
 
+def test_entries_of_some_providers_and_usage_of_others_in_one_read(
+        served: tuple[Any, Database]) -> None:
+    # After a claim a search reads the claimed provider's entry and usage,
+    # and the usage alone of providers that only lost allocations: one
+    # statement, each list its own.
+    application, db = served
+    _provider(application, HOST1, {"VCPU": 8, "MEMORY_MB": 512},
+              traits=("HW_CPU_X86_AVX2",))
+    _provider(application, HOST2, {"VCPU": 4})
+    for host, consumer in ((HOST1, ADDRESSES), (HOST2, AGGREGATE)):
+        assert send(application, "PUT", "/allocations/%s" % consumer, {
+            "allocations": {host: {"resources": {"VCPU": 2}}},
+            "project_id": "p", "user_id": "u", "consumer_generation": None,
+            "consumer_type": "INSTANCE",
+        }).status_int == 204
+    with db.reader() as conn:
+        ids = dict(conn.execute(sa.text("SELECT uuid, id FROM resource_providers")).all())
+        one, two = ids[HOST1], ids[HOST2]
+        rows = search.fetch(conn, search.ENTRIES_AND_USAGE,
+                            {"provider_ids": [one], search.USAGE_OF: [two]})
+        assert sorted(row for row in rows if row[0] > 0) == sorted(
+            search.fetch(conn, "entries", {"provider_ids": [one]}))
+        assert [(-row[0], row[1], row[2]) for row in rows if row[0] < 0] == search.fetch(
+            conn, "usage", {"provider_ids": [two]})
+        assert search.fetch(conn, search.ENTRIES_AND_USAGE,
+                            {"provider_ids": [], search.USAGE_OF: []}) == []
+
+
 def test_a_first_search_reads_usage_with_the_entries_of_whole_trees(
         served: tuple[Any, Database], monkeypatch: pytest.MonkeyPatch) -> None:
     # With nothing kept and enough providers, a search reads whole trees'
@@ -377,11 +405,11 @@ def test_a_first_search_reads_usage_with_the_entries_of_whole_trees(
         "project_id": AGGREGATE, "user_id": AGGREGATE,
         "consumer_generation": None, "consumer_type": "INSTANCE"},
     ).status_int == 204
-    fetched: list[str] = []
+    fetched: list[tuple[str, str]] = []
     real_fetch = search.fetch
 
     def fetch(conn: Any, kind: str, params: Any) -> Any:
-        fetched.append(kind)
+        fetched.append((kind, next(iter(params))))
         return real_fetch(conn, kind, params)
 
     monkeypatch.setattr(search, "fetch", fetch)
@@ -396,11 +424,19 @@ def test_a_first_search_reads_usage_with_the_entries_of_whole_trees(
             p.uuid + " used": sorted((name, inv.used) for name, inv in p.inventories.items())
             for tree in trees for p in tree.providers}
 
-    apart = shapes(10_000)
-    assert fetched == ["states", "entries", "usage"]
+    by_provider = shapes(10_000)
+    assert fetched == [("states", "class_ids"), (search.ENTRIES_AND_USAGE, "provider_ids")]
     fetched.clear()
     together = shapes(1)
-    assert fetched == ["states", search.ENTRIES_AND_USAGE]
+    assert fetched == [("states", "class_ids"), (search.ENTRIES_AND_USAGE, "root_ids")]
+    fetched.clear()
+    # Apart: entries and usage in two statements, as when the usage's
+    # providers are too many to go with the entries.
+    monkeypatch.setattr(search, "CHUNK", 1)
+    apart = shapes(10_000)
+    assert fetched == [("states", "class_ids")] + [("entries", "provider_ids")] * 3 + [
+        ("usage", "provider_ids")] * 3
+    assert by_provider == apart
     assert together == apart
     assert apart[NUMA1 + " used"] == [("MEMORY_MB", 128), ("VCPU", 3)]
     assert apart[HOST1 + " used"] == [("DISK_GB", 7)]

@@ -247,12 +247,14 @@ class Loader:
             # By their roots: the database need not find the trees again.
             whole = [{"root_ids": chunk} for chunk in search.chunks(
                 sorted([state[0][search.ROOT] for state in states]))]
+        kept_usage, stale_usage = self._kept_usage(
+            [(row[search.ID], row[search.GENERATION], row[search.REMOVALS])
+             for row in rows])
         # Usage the entries' read brought along, by provider (see entries).
         usage_read: dict[int, list[tuple[int, int]]] = {}
         entries = self.entries([(row[search.ID], row[search.GENERATION], row[search.UUID])
-                                for row in rows], whole, usage_read)
-        usages = self.usages([(row[search.ID], row[search.GENERATION],
-                               row[search.REMOVALS]) for row in rows], usage_read)
+                                for row in rows], whole, usage_read, sorted(stale_usage))
+        usages = self.usages(kept_usage, stale_usage, usage_read)
         aggregate_sets = self._aggregate_sets(rows)
         trees = []
         for state in states:
@@ -288,26 +290,33 @@ class Loader:
                 inventories[name] = inventory._replace(used=used)
         return inventories
 
-    def usages(self, providers: Iterable[tuple[int, int, int]],
-               read_before: dict[int, list[tuple[int, int]]] | None = None
-               ) -> dict[int, Usage]:
-        """The usage, sorted ``(class id, used)`` pairs, of each ``(id,
-        generation, removals)`` read in the states: the worker's own where
-        it was kept under that generation and count of removals, else read
-        now (after the states, so at worst newer than the pair it is kept
-        under: :mod:`placement.kept`, rule 4).  ``read_before`` is the
-        ``(class id, used)`` pairs of the providers whose usage was read
-        with their entries, after these pairs too (see :meth:`entries`)."""
-        cache = self.cache
+    def _kept_usage(self, providers: Iterable[tuple[int, int, int]]
+                    ) -> tuple[dict[int, Usage], dict[int, tuple[int, int]]]:
+        """Of each ``(id, generation, removals)`` read in the states, the
+        usage the worker kept under that generation and count of removals;
+        and the (generation, removals) of the others, whose usage is to be
+        read."""
+        usage_of = self.cache.usage_of
         found: dict[int, Usage] = {}
         stale: dict[int, tuple[int, int]] = {}
         for provider_id, generation, removals in providers:
-            usage = cache.usage_of(provider_id, (generation, removals))
+            usage = usage_of(provider_id, (generation, removals))
             if usage is None:
                 stale[provider_id] = (generation, removals)
             else:
                 found[provider_id] = usage
-        read = {} if read_before is None else read_before
+        return found, stale
+
+    def usages(self, found: dict[int, Usage], stale: dict[int, tuple[int, int]],
+               read_before: dict[int, list[tuple[int, int]]]) -> dict[int, Usage]:
+        """The usage, sorted ``(class id, used)`` pairs, of the providers
+        :meth:`_kept_usage` sorted into ``found`` and ``stale``: the latter's
+        read now (after the states, so at worst newer than the pair it is
+        kept under: :mod:`placement.kept`, rule 4), but for those in
+        ``read_before``, whose ``(class id, used)`` pairs were read with
+        their entries, after these pairs too (see :meth:`entries`)."""
+        cache = self.cache
+        read = read_before
         for chunk in search.chunks(sorted(p for p in stale if p not in read)):
             for provider_id, class_id, used in search.fetch(
                     self.conn, "usage", {"provider_ids": chunk}):
@@ -321,8 +330,8 @@ class Loader:
 
     def entries(self, providers: Iterable[tuple[int, int, str]],
                 whole: list[dict[str, list[int]]] | None = None,
-                usage: dict[int, list[tuple[int, int]]] | None = None
-                ) -> dict[int, Entry]:
+                usage: dict[int, list[tuple[int, int]]] | None = None,
+                usage_of: Sequence[int] = ()) -> dict[int, Entry]:
         """The entry (inventories and traits) of each ``(id, generation,
         uuid)``: the worker's own, read afresh where it is missing or older
         than that generation.
@@ -333,7 +342,10 @@ class Loader:
         rather than by listing every provider id: the statements stay
         small; and, given a ``usage`` dict to fill, the providers' usage
         too, in the same round trip: each provider read gets its ``(class
-        id, used)`` pairs there.
+        id, used)`` pairs there.  Else, given a ``usage`` dict, the usage
+        of the providers ``usage_of`` comes with the entries read by
+        provider id, in the same round trip, when both lists fit in one
+        statement (after a claim: the claimed provider's entry and usage).
         """
         cache = self.cache
         found: dict[int, Entry] = {}
@@ -354,6 +366,11 @@ class Loader:
                 usage.update({p: [] for p in stale})
         else:
             reads = [{"provider_ids": chunk} for chunk in search.chunks(sorted(stale))]
+            if (usage is not None and usage_of and len(reads) == 1
+                    and len(usage_of) <= search.CHUNK):
+                kind = search.ENTRIES_AND_USAGE
+                reads[0][search.USAGE_OF] = list(usage_of)
+                usage.update({p: [] for p in usage_of})
         # Each provider's rows, but for its id.  Providers created since
         # their states were read may turn up in a read of whole trees:
         # they are not asked for, and skipped.

@@ -49,7 +49,7 @@ _REMOVALS = tables.allocation_removals
 
 # Ids per IN list, well below SQLite's limit on bound parameters (32766)
 # even where a statement lists them twice (entries).
-_CHUNK = 5000
+CHUNK = 5000
 
 
 class Names(NamedTuple):
@@ -146,13 +146,17 @@ def _statement(kind: str, by: str) -> Any:
         return _entries(sa.select(_RP.c.id).where(
             _RP.c.root_provider_id.in_(_roots(False))))
     if kind == ENTRIES_AND_USAGE:
+        if by == "provider_ids":
+            return _entries(sa.bindparam(by, expanding=True),
+                            usage_of=sa.bindparam(USAGE_OF, expanding=True))
         assert by == "root_ids", by
         # The trees' providers named once, for the three branches: the
         # database reads the list of roots once rather than three times.
         providers = (sa.select(_RP.c.id)
                      .where(_RP.c.root_provider_id.in_(_roots(False)))
                      .cte("providers"))
-        return _entries(sa.select(providers.c.id), with_usage=True)
+        whole = sa.select(providers.c.id)
+        return _entries(whole, usage_of=whole)
     if kind == "usage":
         return _usage(sa.bindparam(by, expanding=True))
     if kind == "aggregates":
@@ -279,12 +283,14 @@ def parse_states(count: int, text: str) -> dict[int, State]:
 ENTRY_ID, ENTRY_INVENTORY, ENTRY_TRAIT = 0, slice(1, 7), 7
 
 
-# fetch's statement reading the entries of whole trees (by their roots)
-# and, in the same round trip, their usage (see _entries).
+# fetch's statement reading entries and, in the same round trip, usage
+# (see _entries): of whole trees by their roots (``root_ids``), or of the
+# providers ``provider_ids`` and the usage of those of ``USAGE_OF``.
 ENTRIES_AND_USAGE = "entries and usage"
+USAGE_OF = "usage_of"
 
 
-def _entries(provider_ids: Any | None, with_usage: bool = False) -> sa.CompoundSelect:
+def _entries(provider_ids: Any | None, usage_of: Any | None = None) -> sa.CompoundSelect:
     """What the worker keeps per provider generation (``placement.kept``
     entries): each inventory, and each trait, of ``provider_ids`` (a list
     parameter or a subquery; None for every provider), in one
@@ -311,16 +317,16 @@ def _entries(provider_ids: Any | None, with_usage: bool = False) -> sa.CompoundS
         traits = traits.where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids))
     # In no order: the worker orders a provider's inventories itself,
     # more cheaply than the database sorts thousands of wide rows.
-    if not with_usage or provider_ids is None:
+    if usage_of is None or provider_ids is None:
         return sa.union_all(inventories, traits)
-    # ``with_usage`` (a worker's first search, which holds nothing): the
-    # rows of _usage too, under the provider's id negated (no id is
-    # negative), as (-provider id, class id, used, NULL...): one round trip
-    # fewer, and no second statement listing every provider.
+    # ``usage_of`` (a worker's first search, which holds nothing, or
+    # providers changed since the last): the rows of _usage too, under the
+    # provider's id negated (no id is negative), as (-provider id, class
+    # id, used, NULL...): one round trip fewer.
     usage = (
         sa.select(-_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
                   sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer), *[sa.null()] * 6)
-        .where(_ALLOC.c.resource_provider_id.in_(provider_ids))
+        .where(_ALLOC.c.resource_provider_id.in_(usage_of))
         .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id))
     return sa.union_all(inventories, traits, usage)
 
@@ -360,8 +366,8 @@ def sharing_neighbour_roots(conn: sa.engine.Connection, sharing_ids: list[int]
 
 
 def chunks(ids: Sequence[int]) -> Iterator[list[int]]:
-    for start in range(0, len(ids), _CHUNK):
-        yield list(ids[start:start + _CHUNK])
+    for start in range(0, len(ids), CHUNK):
+        yield list(ids[start:start + CHUNK])
 
 
 # Compiled SQL text: of the search statements by (dialect, kind, parameter)
@@ -375,6 +381,7 @@ _IDS = -7193820564
 # Every (kind, parameter) fetch is called with, for prepare.
 _TEMPLATES = [("states", "class_ids"), ("states", "root_ids"), ("states", EVERYONE),
               ("entries", "root_ids"), (ENTRIES_AND_USAGE, "root_ids"),
+              (ENTRIES_AND_USAGE, "provider_ids"),
               ("entries", "provider_ids"), ("entries", EVERYONE),
               ("usage", "provider_ids"), ("aggregates", "aggregate_ids")]
 
@@ -394,10 +401,17 @@ def prepare(dialect: sa.engine.Dialect) -> None:
 
 def _template(dialect: sa.engine.Dialect, kind: str, by: str) -> str:
     """A search statement as SQL text with ``_IDS`` where the ids of its
-    parameter ``by`` go (none for EVERYONE), compiled once per dialect."""
+    parameter ``by`` go (none for EVERYONE), and ``_USAGE_IDS`` where
+    those of USAGE_OF go if it has that parameter, compiled once per
+    dialect."""
     def build() -> Any:
         statement = _statement(kind, by)
-        return statement if by == EVERYONE else statement.params({by: [_IDS]})
+        if by == EVERYONE:
+            return statement
+        values = {by: [_IDS]}
+        if (kind, by) == (ENTRIES_AND_USAGE, "provider_ids"):
+            values[USAGE_OF] = [_USAGE_IDS]
+        return statement.params(values)
 
     sql = _compiled(dialect, (kind, by), build)
     assert (by == EVERYONE) == (str(_IDS) not in sql), (kind, by)
@@ -414,13 +428,17 @@ def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
     The only parameters are integer ids, written into the statement's
     text (:func:`_template`): SQLAlchemy would otherwise make a bound
     parameter of each of thousands of ids (and compile a statement a
-    worker has not run yet in the middle of its first search).
+    worker has not run yet in the middle of its first search).  The first
+    parameter says which providers; ENTRIES_AND_USAGE by ``provider_ids``
+    has a second, USAGE_OF.
     """
-    (name, ids), = params.items()
-    sql = _template(conn.dialect, kind, name)
-    if name != EVERYONE:
-        # An empty list matches nothing, as SQLAlchemy writes it.
-        sql = sql.replace(str(_IDS), ", ".join([str(int(i)) for i in ids]) or "NULL")
+    by = next(iter(params))
+    sql = _template(conn.dialect, kind, by)
+    for name, ids in params.items():
+        if name != EVERYONE:
+            # An empty list matches nothing, as SQLAlchemy writes it.
+            sql = sql.replace(str(_USAGE_IDS if name == USAGE_OF else _IDS),
+                              ", ".join([str(int(i)) for i in ids]) or "NULL")
     return db_api.raw_rows(conn, sql)
 
 
@@ -471,8 +489,10 @@ def _compiled(dialect: sa.engine.Dialect, key: tuple[Any, ...],
 
 
 # What candidate_roots' statements have in place of the number of roots
-# asked for (see _IDS).
+# asked for, and ENTRIES_AND_USAGE by provider ids in place of those of
+# USAGE_OF (see _IDS).
 _PAGE = -7193820565
+_USAGE_IDS = -7193820566
 
 
 def _fitting_page(pairs: tuple[tuple[int, int], ...], first_page: bool) -> Any:
