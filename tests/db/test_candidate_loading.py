@@ -290,17 +290,22 @@ def test_a_bounded_search_reads_the_fitting_trees_a_page_at_a_time(
     with db.reader() as conn:
         classes = search.check_names(conn, []).classes
         amounts = [(classes["VCPU"], 2)]
-        every = search.candidate_roots(conn, amounts, 100)
-        assert every is not None and len(every) == 26
-        pages = search.candidate_roots(conn, amounts, 4)
-        assert pages is not None and len(pages) == 4
+        loader = Loader(conn, classes, provider_cache.NOTHING)
+
+        def roots(trees: list[Any]) -> list[str]:
+            return [tree.providers[0].uuid for tree in trees]
+
+        every = roots(loader.fitting_trees(amounts, 100))
+        assert every == [uuid for n, uuid in enumerate(hosts) if n % 3]
+        pages = loader.fitting_trees(amounts, 4)
+        assert len(pages) == 4
         while True:
-            page = search.candidate_roots(conn, amounts, 8, pages[-1])
-            assert page is not None and len(page) <= 8
+            page = loader.fitting_trees(amounts, 8, pages[-1].root_id)
+            assert len(page) <= 8
             pages += page
             if len(page) < 8:
                 break
-        assert pages == every
+        assert roots(pages) == every
 
     path = "/allocation_candidates?resources=VCPU:2&required=HW_CPU_X86_AVX2"
     unlimited = send(application, "GET", path).json

@@ -96,13 +96,13 @@ class QueryTrees:
             yield self.relevant_trees()
             return
         size = FIRST_BATCH
-        roots = search.candidate_roots(self.conn, self._amounts, size)
-        while roots:
-            yield self.loader.trees_of_roots(roots)
-            if len(roots) < size:
+        trees = self.loader.fitting_trees(self._amounts, size)
+        while trees:
+            yield trees
+            if len(trees) < size:
                 return
             size *= 2
-            roots = search.candidate_roots(self.conn, self._amounts, size, roots[-1])
+            trees = self.loader.fitting_trees(self._amounts, size, trees[-1].root_id)
 
 
 def _trait_names(query: CandidateQuery) -> set[str]:
@@ -183,17 +183,22 @@ class Loader:
             trees.sort(key=operator.attrgetter("root_id"))
         return trees
 
-    def trees_of_roots(self, roots: Sequence[int]) -> list[Tree]:
-        """These trees, in root id order."""
-        trees: list[Tree] = []
-        for chunk in search.chunks(roots):
-            trees += self.trees({"root_ids": chunk})
-        return trees
+    def fitting_trees(self, amounts: Sequence[tuple[int, int]], count: int,
+                      after: int | None = None) -> list[Tree]:
+        """The first ``count`` trees (after root ``after``) where each
+        ``(class id, amount)`` fits on some provider, in root id order (see
+        :func:`.search.fitting_states`)."""
+        return self._trees(search.fitting_states(self.conn, amounts, count, after))
 
     def trees(self, params: dict[str, list[int]]) -> list[Tree]:
         """The trees ``params`` names (see :func:`.search.fetch`), in root id
         order: the worker's own where their state is unchanged."""
-        rows = search.fetch(self.conn, "states", params)
+        return self._trees(search.fetch(self.conn, "states", params),
+                           everyone=search.EVERYONE in params)
+
+    def _trees(self, rows: list[tuple[Any, ...]], everyone: bool = False) -> list[Tree]:
+        """The trees of these ``states`` rows, in root id order, read
+        ``everyone`` at once or not."""
         rows.sort()
         cache = self.cache
         # Per bucket: its trees as kept (with None), or none yet and its
@@ -220,7 +225,7 @@ class Loader:
         if changed:
             # Every changed tree of every bucket at once: one read of the
             # entries they lack, not one per bucket.
-            built = {tree.root_id: tree for tree in self._build(changed, params)}
+            built = {tree.root_id: tree for tree in self._build(changed, everyone)}
         keep = cache.names_classes_as(self.class_names)
         found: list[Tree] = []
         for known, bucket, text, trees in buckets:
@@ -237,13 +242,13 @@ class Loader:
             found += ordered
         return found
 
-    def _build(self, states: list[search.State],
-               read_by: dict[str, list[int]] | None = None) -> list[Tree]:
+    def _build(self, states: list[search.State], everyone: bool) -> list[Tree]:
         """Trees made from their states (see :func:`.search.parse_states`),
-        read by the parameters ``read_by`` (see :func:`.search.fetch`)."""
+        of ``everyone``'s states or not."""
         rows = [row for state in states for row in state]
-        whole = None if read_by is None else [read_by]
-        if read_by is not None and search.EVERYONE not in read_by:
+        if everyone:
+            whole = [{search.EVERYONE: []}]
+        else:
             # By their roots: the database need not find the trees again.
             whole = [{"root_ids": chunk} for chunk in search.chunks(
                 sorted([state[0][search.ROOT] for state in states]))]

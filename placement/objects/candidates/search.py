@@ -16,9 +16,9 @@
    of aggregates it has not seen.
 4. :func:`sharing_neighbour_roots`, only when sharing providers turn up:
    the trees sharing their aggregates.
-5. Or, when the answer is bounded (``limit``), :func:`candidate_roots`
-   lists the next batch of trees where every requested amount fits
-   somewhere, and their states are read, until enough candidates are
+5. Or, when the answer is bounded (``limit``), :func:`fitting_states`
+   reads the states of the next batch of trees where every requested
+   amount fits somewhere (in place of 2.), until enough candidates are
    found.
 
 Everything else (which provider serves which group, combinations, limits)
@@ -90,7 +90,7 @@ def _names_statement(with_sharing: bool) -> sa.CompoundSelect:
     ]
     if with_sharing:
         # A row when some provider with the sharing trait has inventory of
-        # a class of ``sharing_of`` (see candidate_roots): asked in the
+        # a class of ``sharing_of`` (see fitting_states): asked in the
         # same round trip as the names, which every search reads anyway.
         classes = (sa.select(_RC.c.id)
                    .where(_RC.c.name.in_(sa.bindparam("sharing_of", expanding=True))))
@@ -371,7 +371,7 @@ def chunks(ids: Sequence[int]) -> Iterator[list[int]]:
 
 
 # Compiled SQL text: of the search statements by (dialect, kind, parameter)
-# (see _template), of candidate_roots' (see _compiled); bounded.
+# (see _template), of fitting_states' (see _compiled); bounded.
 _SQL: dict[tuple[Any, ...], str] = {}
 
 # What a template has in place of its ids: no id is negative, and no
@@ -448,13 +448,15 @@ def _remember(key: tuple[Any, ...], sql: str) -> None:
     _SQL[key] = sql
 
 
-def candidate_roots(conn: sa.engine.Connection,
-                    amounts: Sequence[tuple[int, int]], count: int,
-                    after: int | None = None) -> list[int]:
-    """The first ``count`` roots (after root ``after``, when given) of
-    the trees where each requested (class id, amount) fits on some
-    provider, in id order.  Only for a search no sharing provider can
-    take part in (:func:`check_names` tells).
+def fitting_states(conn: sa.engine.Connection,
+                   amounts: Sequence[tuple[int, int]], count: int,
+                   after: int | None = None) -> list[tuple[Any, ...]]:
+    """The states (as ``states`` rows, see :func:`_states`) of the first
+    ``count`` trees (after root ``after``, when given) where each
+    requested (class id, amount) fits on some provider, in root order:
+    which trees, and what they are now, in one round trip.  Only for a
+    search no sharing provider can take part in (:func:`check_names`
+    tells).
 
     Without sharing providers every allocation of a candidate comes from
     its own tree, so a tree failing this test has no candidate: full
@@ -466,11 +468,11 @@ def candidate_roots(conn: sa.engine.Connection,
     """
     pairs = tuple(sorted(set(amounts)))
     sql = _compiled(conn.dialect, ("fitting", after is None, *pairs),
-                    lambda: _fitting_page(pairs, after is None))
+                    lambda: _states(_fitting_page(pairs, after is None)))
     sql = sql.replace(str(_PAGE), str(int(count)))
     if after is not None:
         sql = sql.replace(str(_IDS), str(int(after)))
-    return [row[0] for row in db_api.raw_rows(conn, sql)]
+    return db_api.raw_rows(conn, sql)
 
 
 def _compiled(dialect: sa.engine.Dialect, key: tuple[Any, ...],
@@ -488,7 +490,7 @@ def _compiled(dialect: sa.engine.Dialect, key: tuple[Any, ...],
     return sql
 
 
-# What candidate_roots' statements have in place of the number of roots
+# What fitting_states' statements have in place of the number of roots
 # asked for, and ENTRIES_AND_USAGE by provider ids in place of those of
 # USAGE_OF (see _IDS).
 _PAGE = -7193820565
@@ -496,10 +498,13 @@ _USAGE_IDS = -7193820566
 
 
 def _fitting_page(pairs: tuple[tuple[int, int], ...], first_page: bool) -> Any:
-    """Root ids of the trees where ``pairs`` fit, in order, the first
-    _PAGE of them, after root _IDS unless this is the ``first_page``."""
+    """A subquery of the root ids of the trees where ``pairs`` fit, the
+    first _PAGE of them in order, after root _IDS unless this is the
+    ``first_page``.  Selected from a derived table: MySQL and MariaDB
+    take no LIMIT in an IN subquery."""
     roots = capacity.trees_fitting(pairs)
     root = roots.selected_columns[0]
     if not first_page:
         roots = roots.where(root > _IDS)
-    return roots.order_by(root).limit(_PAGE)
+    page = roots.order_by(root).limit(_PAGE).subquery("page")
+    return sa.select(page.c[0])
