@@ -286,12 +286,11 @@ def _attempt(ctx: RequestContext, wanted: Wanted, lost: set[str]) -> BaremetalAl
         state = allocation_obj.begin_in(conn, plan)
         try:
             allocation_obj.check_claims_in(plan, state)
-            allocation_obj.check_capacity_in(conn, plan, state)
+            allocation_obj.check_capacity_and_apply_in(conn, plan, state)
         except (exceptions.InventoryInvalid, exceptions.ProviderNotFound,
                 exceptions.ResourceClassNotFound):
             # Claimed, reserved or deleted (its class with it) meanwhile.
             raise _NodeTaken(node) from None
-        allocation_obj.apply_in(conn, plan, state)
         allocation_obj.bump_providers_in(
             conn, allocation_obj.bumped_provider_ids(plan, state))
         return _insert_in(conn, _record(wanted, ACTIVE, node.uuid, None,

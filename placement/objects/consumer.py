@@ -21,7 +21,7 @@ import dataclasses
 import datetime
 import functools
 import logging
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -207,13 +207,16 @@ class NewConsumer:
     consumer_type: str | None
 
 
-# Tags of the counts create_with_allocations_in's statement returns.
-_CREATED_CONSUMERS, _CREATED_ALLOCATIONS = 30, 31
+# Tags of the counts create_with_allocations_in's statement returns, and
+# of the rows of the select it runs along.
+_CREATED_CONSUMERS, _CREATED_ALLOCATIONS, _ALONG = 30, 31, 32
 
 
 def create_with_allocations_in(conn: sa.engine.Connection, consumers: list[NewConsumer],
                                allocations: list[dict[str, Any]],
-                               known: Identities) -> None:
+                               known: Identities, along: sa.Select[Any] | None = None,
+                               along_params: Mapping[str, Any] | None = None
+                               ) -> list[tuple[Any, ...]]:
     """PostgreSQL: create ``consumers``, none of which existed when the
     write read them, their ``allocations`` (rows of the allocations table)
     and whatever projects, users and types they name that ``known`` (the
@@ -227,6 +230,12 @@ def create_with_allocations_in(conn: sa.engine.Connection, consumers: list[NewCo
     created either: the write raises :class:`ConsumerChanged` and starts
     over, finding it (as for a consumer created concurrently, which the
     unique uuid refuses).
+
+    ``along``, a select of the caller's with the parameters
+    ``along_params``, runs in the same statement and its rows are
+    returned: it reads what the database held when the statement began,
+    none of the rows inserted (the capacities a claim is checked against,
+    allocation.check_capacity_and_apply_in).
     """
     names: tuple[list[str | None], ...] = (
         [c.project for c in consumers], [c.user for c in consumers],
@@ -243,24 +252,30 @@ def create_with_allocations_in(conn: sa.engine.Connection, consumers: list[NewCo
             params["missing_%d" % tag] = list(absent)
     for column in ("resource_provider_id", "resource_class_id", "consumer_id", "used"):
         params["allocation_" + column] = [row[column] for row in allocations]
-    statement = _create_together_statement(tuple(bool(names) for names in missing))
-    counts = {tag: count for tag, count in conn.execute(statement, params)}
+    params.update(along_params or {})
+    statement = _create_together_statement(tuple(bool(names) for names in missing), along)
+    rows = conn.execute(statement, params).all()
+    counts = {row[0]: row[1] for row in rows if row[0] != _ALONG}
     if counts[_CREATED_CONSUMERS] != len(consumers):
         raise ConsumerChanged(", ".join(c.uuid for c in consumers))
     if counts[_CREATED_ALLOCATIONS] != len(allocations):  # pragma: no cover
         raise AssertionError("allocations not all inserted")
+    return [tuple(row[2:]) for row in rows if row[0] == _ALONG]
 
 
 @functools.cache
-def _create_together_statement(which: tuple[bool, ...]) -> sa.CompoundSelect:
+def _create_together_statement(which: tuple[bool, ...], along: sa.Select[Any] | None
+                               ) -> sa.CompoundSelect:
     """The statement of :func:`create_with_allocations_in`, for the tables
     of :func:`_tables` ``which`` says have names to insert (array
     parameters ``missing_<tag>``).  Each consumer comes as one element of
     the arrays ``consumer_uuids``, ``ids_<tag>`` (its project, user and
     type row ids, NULL where unknown) and ``names_<tag>``; each allocation
     as one element of the ``allocation_<column>`` arrays.  Returns the
-    number of consumers and of allocations inserted.  Every data-changing
-    WITH clause runs exactly once, whether read or not."""
+    number of consumers and of allocations inserted, as (tag, count, NULL
+    for each column of ``along``), and the rows of ``along`` as (_ALONG,
+    NULL, its columns).  Every data-changing WITH clause runs exactly
+    once, whether read or not."""
     from sqlalchemy.dialects import postgresql
 
     def array(name: str, of: Any) -> Any:
@@ -306,12 +321,23 @@ def _create_together_statement(which: tuple[bool, ...]) -> sa.CompoundSelect:
               for column in allocation_columns], now))
         .returning(tables.allocations.c.id)
         .cte("new_allocations"))
-    return sa.union_all(
+    parts = []
+    padding = []
+    if along is not None:
+        # First: PostgreSQL types a UNION's columns a pair of branches at
+        # a time, from the left, and two bare NULLs make a text column.
+        parts.append(sa.select(sa.literal(_ALONG, sa.Integer), sa.null(),
+                               *along.subquery("along").c))
+        padding = [sa.null()] * len(along.selected_columns)
+    parts += [
         sa.select(sa.literal(_CREATED_CONSUMERS, sa.Integer),
-                  sa.select(sa.func.count()).select_from(consumers).scalar_subquery()),
+                  sa.select(sa.func.count()).select_from(consumers).scalar_subquery(),
+                  *padding),
         sa.select(sa.literal(_CREATED_ALLOCATIONS, sa.Integer),
-                  sa.select(sa.func.count()).select_from(allocations).scalar_subquery()),
-    )
+                  sa.select(sa.func.count()).select_from(allocations).scalar_subquery(),
+                  *padding),
+    ]
+    return sa.union_all(*parts)
 
 
 def resolve_identities_in(conn: sa.engine.Connection, projects: set[str],

@@ -19,7 +19,7 @@ import dataclasses
 import datetime
 import functools
 import logging
-from typing import Any, Iterable, Mapping, TYPE_CHECKING
+from typing import Any, Iterable, Mapping, Sequence, TYPE_CHECKING
 
 import sqlalchemy as sa
 
@@ -192,6 +192,14 @@ def _capacities_statement(by_class: bool) -> sa.Select[Any]:
     return query
 
 
+def capacities_statement() -> sa.Select[Any]:
+    """The statement :func:`capacities_in` runs for classes, with the
+    expanding parameters ``provider_ids`` and ``class_ids``: for a writer
+    that reads it along with another statement (and makes its answer with
+    :func:`capacities_of`)."""
+    return _capacities_statement(True)
+
+
 def capacities_in(conn: sa.engine.Connection, provider_ids: Iterable[int],
                   class_ids: Iterable[int] | None = None
                   ) -> dict[tuple[int, int], Capacity]:
@@ -206,16 +214,31 @@ def capacities_in(conn: sa.engine.Connection, provider_ids: Iterable[int],
     parameters: dict[str, Any] = {"provider_ids": providers}
     if class_ids is not None:
         parameters["class_ids"] = sorted(set(class_ids))
-    rows = db_api.run_rendered(conn, _capacities_statement(class_ids is not None),
-                               parameters).all()
+    return capacities_of(db_api.run_rendered(
+        conn, _capacities_statement(class_ids is not None), parameters).all())
+
+
+def capacities_of(rows: Iterable[Sequence[Any]]) -> dict[tuple[int, int], Capacity]:
+    """:func:`capacities_in`'s answer from rows of its statement, by
+    position."""
+    at = _capacity_columns()
+    provider, class_, used = (at["resource_provider_id"], at["resource_class_id"],
+                              at["used"])
+    fields = [(name, at[name]) for name in _FIELD_NAMES]
     return {
-        (row.resource_provider_id, row.resource_class_id): Capacity(
-            provider_id=row.resource_provider_id,
-            resource_class_id=row.resource_class_id,
-            used=int(row.used),
-            **{name: getattr(row, name) for name in _FIELD_NAMES})
+        (row[provider], row[class_]): Capacity(
+            provider_id=row[provider], resource_class_id=row[class_],
+            used=int(row[used]), **{name: row[index] for name, index in fields})
         for row in rows
     }
+
+
+@functools.cache
+def _capacity_columns() -> dict[str, int]:
+    """The position of each column of the capacities statement's rows
+    (the same with and without classes)."""
+    return {str(column.key): index for index, column in
+            enumerate(_capacities_statement(True).selected_columns)}
 
 
 # Writing inside a caller's transaction.

@@ -122,8 +122,7 @@ def reshape(ctx: RequestContext, inventories: Sequence[ProviderInventories],
                 inv_obj.replace_in(conn, current[item.provider_uuid], item.inventories,
                                    expected_generation=item.generation,
                                    check_in_use=False)
-            alloc_obj.check_capacity_in(conn, plan, state)
-            alloc_obj.apply_in(conn, plan, state)
+            alloc_obj.check_capacity_and_apply_in(conn, plan, state)
             for provider in current.values():
                 _refuse_uninventoried_allocations(conn, provider)
             _bump_as_placement_does(conn, inventories, current,

@@ -246,6 +246,7 @@ class Loader:
         """Trees made from their states (see :func:`.search.parse_states`),
         of ``everyone``'s states or not."""
         rows = [row for state in states for row in state]
+        whole: list[dict[str, list[int]]]
         if everyone:
             whole = [{search.EVERYONE: []}]
         else:
