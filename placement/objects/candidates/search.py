@@ -500,11 +500,17 @@ _USAGE_IDS = -7193820566
 def _fitting_page(pairs: tuple[tuple[int, int], ...], first_page: bool) -> Any:
     """A subquery of the root ids of the trees where ``pairs`` fit, the
     first _PAGE of them in order, after root _IDS unless this is the
-    ``first_page``.  Selected from a derived table: MySQL and MariaDB
-    take no LIMIT in an IN subquery."""
+    ``first_page``.
+
+    Selected from a common table expression, computed once: PostgreSQL
+    estimates the page at one row whatever it holds and might otherwise
+    run it again for every provider it joins it to (a materialised CTE
+    is run once; MySQL and MariaDB, which take no LIMIT in an IN
+    subquery, and SQLite run such a page once as it is)."""
     roots = capacity.trees_fitting(pairs)
     root = roots.selected_columns[0]
     if not first_page:
         roots = roots.where(root > _IDS)
-    page = roots.order_by(root).limit(_PAGE).subquery("page")
+    page = (roots.order_by(root).limit(_PAGE).cte("page")
+            .prefix_with("MATERIALIZED", dialect="postgresql"))
     return sa.select(page.c[0])
