@@ -10,10 +10,15 @@ text per bucket of trees, :mod:`.search`) and turns each into a
   one read before gives its trees at once, without being taken apart;
 * any other tree is built afresh, its providers' inventories and traits
   coming from the worker's entries when their generation and uuid still
-  match, else read in two more queries for all such providers at once,
-  and their usage from what the worker keeps when their generation and
-  count of allocation removals still match, else read in one more query
-  (:meth:`Loader.usages`).
+  match, and their usage from what the worker keeps when their
+  generation and count of allocation removals still match; what is
+  missing of both is read for all such providers at once, in one more
+  query (in two when the lists are too long to share a statement:
+  :meth:`Loader.entries`, :meth:`Loader.usages`).
+
+A bounded search (a ``limit``, no sharing provider) reads which trees
+fit and their states in one query, a page at a time
+(:meth:`Loader.fitting_trees`).
 
 When the last search for the same classes found them in most trees, the
 state of every tree is read instead of asking the database to narrow
