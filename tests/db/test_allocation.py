@@ -272,3 +272,66 @@ def test_a_project_created_concurrently_makes_the_one_statement_start_over(
         assert conn.execute(sa.text("SELECT count(*) FROM consumers")).scalar_one() == 0
         assert conn.execute(sa.text("SELECT count(*) FROM allocations")).scalar_one() == 0
         assert conn.execute(sa.text("SELECT count(*) FROM users")).scalar_one() == 0
+
+
+def test_the_capacities_read_with_a_claim_are_those_before_its_inserts(
+        pg_ctx: Any) -> None:
+    """The select run along with the create statement sees what the
+    database held when it began: the usage the claim is checked against
+    leaves out the claim's own allocations."""
+    from placement.objects import inventory
+    ctx = pg_ctx
+    _providers_with_vcpus(ctx, ["rp1"])
+    allocation.replace_all(ctx, [allocation.ConsumerClaim(
+        consumer_uuid="c0", resources={"rp1": {"VCPU": 2}}, project_id="p",
+        user_id="u")])
+    with ctx.db.writer() as conn:
+        rp_id = conn.execute(sa.select(tables.resource_providers.c.id)).scalar_one()
+        read = consumer.create_with_allocations_in(
+            conn, [consumer.NewConsumer("c1", "p1", "u1", None)],
+            [_allocation_row(rp_id, 0, "c1", 3)], consumer.Identities({}, {}, {}),
+            along=inventory.capacities_statement(),
+            along_params={"provider_ids": [rp_id], "class_ids": [0]})
+        capacities = inventory.capacities_of(read)
+        assert list(capacities) == [(rp_id, 0)]
+        assert capacities[rp_id, 0].used == 2
+        assert capacities[rp_id, 0].capacity == 8
+        assert inventory.capacities_in(conn, [rp_id], [0])[rp_id, 0].used == 5
+
+
+def test_a_claim_refused_for_capacity_leaves_nothing_behind(
+        pg_ctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL a new consumer's claim is written before its
+    capacity is checked; the refusal must take the consumer, its
+    allocations and its new project and user away with it."""
+    ctx = pg_ctx
+    _providers_with_vcpus(ctx, ["rp1"])
+    created: list[str] = []
+    real_create = consumer.create_with_allocations_in
+
+    def create(conn: Any, consumers: Any, *args: Any, **kwargs: Any) -> Any:
+        created.extend(c.uuid for c in consumers)
+        return real_create(conn, consumers, *args, **kwargs)
+
+    monkeypatch.setattr(consumer, "create_with_allocations_in", create)
+    allocation.replace_all(ctx, [allocation.ConsumerClaim(
+        consumer_uuid="c0", resources={"rp1": {"VCPU": 6}}, project_id="p",
+        user_id="u")])
+    with pytest.raises(exceptions.AllocationCapacityExceeded):
+        allocation.replace_all(ctx, [allocation.ConsumerClaim(
+            consumer_uuid="c1", resources={"rp1": {"VCPU": 3}},
+            project_id="new-project", user_id="new-user", consumer_type="INSTANCE")])
+    allocation.replace_all(ctx, [allocation.ConsumerClaim(
+        consumer_uuid="c2", resources={"rp1": {"VCPU": 2}}, project_id="p",
+        user_id="u")])
+    with ctx.db.reader() as conn:
+        def names(sql: str) -> list[Any]:
+            return [row[0] for row in conn.execute(sa.text(sql))]
+
+        assert names("SELECT uuid FROM consumers ORDER BY uuid") == ["c0", "c2"]
+        assert names("SELECT consumer_id FROM allocations ORDER BY consumer_id") == [
+            "c0", "c2"]
+        assert names("SELECT external_id FROM projects") == ["p"]
+        assert names("SELECT external_id FROM users") == ["u"]
+    # Each claim took the one-statement path, the refused one included.
+    assert created == ["c0", "c1", "c2"]
