@@ -490,8 +490,9 @@ def check_capacity_and_apply_in(conn: sa.engine.Connection, plan: Plan,
     after it; a refusal raised then rolls the insert back with the rest
     of the transaction.  One round trip fewer per claim.
     """
+    requested = _requested(plan)
     if not _only_creates(conn, plan, state) or any(
-            amount > inv_obj.MAX_INT for _uuid, _name, amount in _requested(plan)):
+            amount > inv_obj.MAX_INT for _uuid, _name, amount in requested):
         # (An amount no column holds is refused by the check, as a
         # constraint violation, before an insert could fail on it.)
         check_capacity_in(conn, plan, state)
@@ -507,7 +508,7 @@ def check_capacity_and_apply_in(conn: sa.engine.Connection, plan: Plan,
         along=inv_obj.capacities_statement(),
         along_params={"provider_ids": sorted(set(plan.provider_ids.values())),
                       "class_ids": sorted(set(plan.class_ids.values()))})
-    _check_capacity(plan, state, inv_obj.capacities_of(read))
+    _check_capacity(plan, state, requested, inv_obj.capacities_of(read))
 
 
 def _requested(plan: Plan) -> list[tuple[str, str, int]]:
@@ -526,15 +527,17 @@ def check_capacity_in(conn: sa.engine.Connection, plan: Plan, state: WriteState)
     inventory shrank) may still be written as long as the write does not
     increase its usage, which lets consumers shrink or move away.
     """
-    if _requested(plan):
-        _check_capacity(plan, state, inv_obj.capacities_in(
+    requested = _requested(plan)
+    if requested:
+        _check_capacity(plan, state, requested, inv_obj.capacities_in(
             conn, plan.provider_ids.values(), plan.class_ids.values()))
 
 
 def _check_capacity(plan: Plan, state: WriteState,
+                    requested: Sequence[tuple[str, str, int]],
                     inventory: Mapping[tuple[int, int], inv_obj.Capacity]) -> None:
-    """:func:`check_capacity_in` on the ``inventory`` read under the locks."""
-    requested = _requested(plan)
+    """:func:`check_capacity_in` of the ``requested`` amounts (see
+    :func:`_requested`) on the ``inventory`` read under the locks."""
     with_inventory = {rp_id for rp_id, _rc in inventory}
     bare = [uuid for uuid, id_ in plan.provider_ids.items() if id_ not in with_inventory]
     if bare:
