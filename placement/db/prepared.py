@@ -11,7 +11,9 @@ name (values)``: parsed once per connection, and planned once when it has
 no parameters (the candidate search writes its ids into its texts) or
 when PostgreSQL finds a generic plan no worse than the custom ones
 (``plan_cache_mode``, ``auto`` by default: the first five executions are
-planned for their values, as before).
+planned for their values, as before).  Every :data:`REPLAN_AFTER`
+executions a connection prepares it again, so that its plan follows the
+tables' growth.
 
 What it must not break:
 
@@ -60,6 +62,19 @@ LOG = logging.getLogger(__name__)
 # Statements kept prepared per connection; each holds its parse tree and
 # plan in the server session's memory (some tens of KB for the search's).
 PER_CONNECTION = 100
+# Executions of a prepared statement on one connection before it is
+# prepared, so planned, again.  PostgreSQL plans a statement without
+# parameters once, when prepared, and re-plans it only when an ANALYZE of
+# its tables (or DDL) invalidates the plan: a plan made while a table was
+# nearly empty (a new cloud, an ANALYZE by autovacuum early in a burst of
+# claims) stays in use as the table grows.  In the claims workload such a
+# plan summed a provider's usage by scanning all of ``allocations`` for
+# each provider tried: a GET and PUT pair took 7 ms at first and 70 ms by
+# the 3,000th claim (an ANALYZE at 150 allocations, then no other).
+# Planned again, the statement sizes the table by its pages now.  One
+# planning per this many executions costs little: the search's costliest
+# plan takes a few milliseconds.
+REPLAN_AFTER = 200
 # Texts longer than this are neither prepared nor remembered: they are
 # the candidate search's with many ids written in, which seldom repeat,
 # and whose planning is small beside their execution; remembering them
@@ -145,12 +160,13 @@ def _cast_nulls(statement: str, key: str, value: Any) -> str | None:
 
 
 class _Session:
-    """What one DBAPI connection has prepared: name -> None, oldest first."""
+    """What one DBAPI connection has prepared: name -> executions since
+    it was prepared, least recently run first."""
 
     __slots__ = ("names", "reset")
 
     def __init__(self) -> None:
-        self.names: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self.names: collections.OrderedDict[str, int] = collections.OrderedDict()
         self.reset = False  # drop everything with the next statement
 
 
@@ -209,7 +225,9 @@ class Preparer:
         run = "EXECUTE " + name
         if values:
             run += " (" + ", ".join(["%s"] * len(values)) + ")"
-        if name in session.names:
+        runs = session.names.get(name)
+        if runs is not None and runs < REPLAN_AFTER:
+            session.names[name] = runs + 1
             session.names.move_to_end(name)
             try:
                 cursor.execute(run, values or None)
@@ -223,6 +241,10 @@ class Preparer:
         if session.reset:
             head.append(b"DEALLOCATE ALL")
             session.reset = False
+        elif runs is not None:
+            # Run REPLAN_AFTER times on its plan: planned again (see there).
+            del session.names[name]
+            head.append(b"DEALLOCATE " + name.encode())
         while len(session.names) >= PER_CONNECTION:
             head.append(b"DEALLOCATE " + session.names.popitem(last=False)[0].encode())
         if parameters:
@@ -257,7 +279,7 @@ class Preparer:
                     cursor.execute(statement, parameters)
                     return
             raise
-        session.names[name] = None
+        session.names[name] = 1
 
     def _not_our_session(self, connection: Any, cursor: Any, statement: str,
                          parameters: Any, exc: Exception) -> None:

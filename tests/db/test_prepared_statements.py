@@ -58,6 +58,35 @@ def test_a_repeated_statement_runs_prepared_with_the_same_rows(db: Database) -> 
     assert all(text.startswith("PREPARE placement_") for text in prepared)
 
 
+def test_a_prepared_statement_is_planned_again_after_its_runs(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A plan made while a table was nearly empty must not outlive its
+    # growth: PostgreSQL keeps a prepared plan until an ANALYZE.
+    monkeypatch.setattr(prepared, "REPLAN_AFTER", 3)
+    params = {"names": ["rp2", "rp4"], "least": 0, "stamp": _NOW}
+
+    def prepared_at(conn: sa.engine.Connection) -> list[Any]:
+        return [row[0] for row in conn.exec_driver_sql(
+            "SELECT prepare_time FROM pg_prepared_statements "
+            # Split so that this query, prepared in turn, is not found.
+            "WHERE statement LIKE '%%resource_providers.' || 'name IN%%'")]
+
+    with db.reader() as conn:
+        expected = db_api.rendered_rows(conn, _BY_NAME, params)  # seen: not prepared
+        assert not prepared_at(conn)
+        assert db_api.rendered_rows(conn, _BY_NAME, params) == expected  # prepared, run 1
+        first = prepared_at(conn)
+        assert len(first) == 1
+        for _ in range(2):  # runs 2 and 3 on the same plan
+            assert db_api.rendered_rows(conn, _BY_NAME, params) == expected
+        assert prepared_at(conn) == first
+        assert db_api.rendered_rows(conn, _BY_NAME, params) == expected  # prepared again
+        again = prepared_at(conn)
+        assert len(again) == 1 and again[0] > first[0]
+        assert db_api.rendered_rows(conn, _BY_NAME, params) == expected
+        assert prepared_at(conn) == again
+
+
 def test_counts_of_a_prepared_write_are_kept(db: Database) -> None:
     update = _RP.update().where(_RP.c.generation >= sa.bindparam("least")).values(
         generation=_RP.c.generation + 1)
