@@ -15,6 +15,7 @@ from oslo_middleware import cors, http_proxy_to_wsgi, request_id
 from placement import errors, policy
 from placement.context import RequestContext
 from placement.db import api as db_api
+from placement.db import startup
 from placement.kept import Kept
 from placement.db.api import Database
 from placement.middleware import (
@@ -211,10 +212,7 @@ def build_app(conf: cfg.ConfigOpts, db: Database | None = None,
     """
     db = db or Database(conf)
     if conf.placement_database.sync_on_startup:
-        # alembic is imported only by workers that migrate.
-        from placement.db import migration
-
-        migration.upgrade(db)
+        startup.migrate(db)
     policy.init(conf)
     db.import_driver()
     if router is None:

@@ -140,6 +140,11 @@ class Database:
         worker's start, and nothing is shared with processes forked later."""
         sa.engine.make_url(self.url).get_dialect().import_dbapi()
 
+    @property
+    def started(self) -> bool:
+        """Whether the engine was made (and may hold connections)."""
+        return self._engine is not None
+
     def compiling_dialect(self) -> sa.engine.Dialect:
         """The dialect statements are compiled for, without connecting:
         the engine's once it is made, else a new one of the same kind."""
