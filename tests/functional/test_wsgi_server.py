@@ -160,40 +160,33 @@ print(req.get_response(api.application).status)
 """
 
 
-def test_wsgi_module_reads_the_files_named_in_the_environment(tmp_path: Path) -> None:
+def _probe_with_file_database(tmp_path: Path, probe: str) -> list[str]:
+    """The lines ``probe`` prints in a fresh interpreter whose configuration
+    file names a SQLite file and migrates on start."""
     import subprocess
 
-    db_file = tmp_path / "from-file.sqlite"
     conf = tmp_path / "placement.conf"
     conf.write_text("[api]\nauth_strategy = noauth2\n"
                     "[placement_database]\nconnection = sqlite:///%s\n"
-                    "sync_on_startup = true\n" % db_file)
-    result = subprocess.run(
-        [sys.executable, "-c", _PROBE], cwd=tmp_path, capture_output=True, text=True,
-        env=servers.clean_env(OS_PLACEMENT_CONFIG_FILES=str(conf)), timeout=120,
-        stdin=subprocess.DEVNULL)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "200 OK"
-    assert db_file.exists()
-
-
-def test_a_worker_migrating_at_start_keeps_no_alembic(tmp_path: Path) -> None:
-    # The migration runs in a child process (placement/db/startup.py): the
-    # worker serves from the migrated database without alembic loaded.
-    import subprocess
-
-    db_file = tmp_path / "migrated.sqlite"
-    conf = tmp_path / "placement.conf"
-    conf.write_text("[api]\nauth_strategy = noauth2\n"
-                    "[placement_database]\nconnection = sqlite:///%s\n"
-                    "sync_on_startup = true\n" % db_file)
-    probe = _PROBE + "import sys\nprint('alembic' in sys.modules)\n"
+                    "sync_on_startup = true\n" % (tmp_path / "from-file.sqlite"))
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
         env=servers.clean_env(OS_PLACEMENT_CONFIG_FILES=str(conf)), timeout=120,
         stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-2:] == ["200 OK", "False"]
+    return result.stdout.strip().splitlines()
+
+
+def test_wsgi_module_reads_the_files_named_in_the_environment(tmp_path: Path) -> None:
+    assert _probe_with_file_database(tmp_path, _PROBE)[-1] == "200 OK"
+    assert (tmp_path / "from-file.sqlite").exists()
+
+
+def test_a_worker_migrating_at_start_keeps_no_alembic(tmp_path: Path) -> None:
+    # The migration runs in a child process (placement/db/startup.py): the
+    # worker serves from the migrated database without alembic loaded.
+    probe = _PROBE + "import sys\nprint('alembic' in sys.modules)\n"
+    assert _probe_with_file_database(tmp_path, probe)[-2:] == ["200 OK", "False"]
 
 
 def test_wsgi_module_refuses_an_invalid_configuration(tmp_path: Path) -> None:
