@@ -129,6 +129,9 @@ class Database:
         self._prepared_statements = bool(group.prepared_statements)
         self._engine: sa.engine.Engine | None = None
         self._engine_lock = threading.Lock()
+        # Whether this process brought the schema to head (migration.upgrade,
+        # or startup.migrate's child): a worker's start need not again.
+        self.migrated = False
         # What a writer needs to learn whether a lost COMMIT committed.
         self.outcomes = commit_outcome.Outcomes(lambda: self.engine)
 

@@ -270,6 +270,8 @@ def upgrade(db: Database, revision: str = "head") -> SchemaState:
             if conn.in_transaction():
                 conn.commit()
     sync_standard_names(db)
+    if revision == "head":
+        db.migrated = True
     return found
 
 

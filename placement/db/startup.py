@@ -39,7 +39,11 @@ class MigrationFailed(Exception):
 def migrate(db: Database) -> None:
     """Bring the schema to the head revision and sync the standard names
     (:func:`placement.db.migration.upgrade`), in a child process when
-    possible; then connect."""
+    possible; then connect.  Nothing to do for a :class:`Database` this
+    process has migrated already (``placement-api`` does before it builds
+    its applications)."""
+    if db.migrated:
+        return
     if not _may_fork(db):
         from placement.db import migration
 
@@ -53,11 +57,12 @@ def migrate(db: Database) -> None:
     os.close(write_end)
     with os.fdopen(read_end, "rb") as pipe:
         sent = pipe.read()
-    _pid, status = os.waitpid(pid, 0)
+    status = os.waitpid(pid, 0)[1]
     if sent:
         raise pickle.loads(sent)
     if status != 0:
         raise MigrationFailed("the database migration ended with wait status %d" % status)
+    db.migrated = True
     # Connected now, as the migration in the worker's own process left
     # it: making the engine (oslo.db tries a connection, the dialect reads
     # the server's settings) is not the first request's to wait for.
@@ -96,3 +101,4 @@ def _migrate_and_exit(db: Database, write_end: int) -> None:
     finally:
         logging.shutdown()
         os._exit(status)
+

@@ -230,3 +230,31 @@ def test_api_serves_the_baremetal_api_too(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.communicate(timeout=30)
+
+
+def test_api_migrates_once_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from placement.cmd import api
+
+    upgrades = []
+    upgrade = migration.upgrade
+
+    def counted(db: object) -> None:
+        upgrades.append(db)
+        upgrade(db)
+
+    monkeypatch.setattr(migration, "upgrade", counted)
+    # A second migration would run in this process (the engine has
+    # started), where the calls are counted.
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("OS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("OS_PLACEMENT_DATABASE__SYNC_ON_STARTUP", "True")
+    monkeypatch.setenv("OS_API__AUTH_STRATEGY", "noauth2")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        # The placement application is built, then the port refused.
+        assert api.main(["--port", str(busy.getsockname()[1])]) == 1
+    assert len(upgrades) == 1
+    assert "cannot listen" in capsys.readouterr().err
