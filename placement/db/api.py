@@ -275,6 +275,14 @@ class Database:
             return None
         return without_password(message, self.url)
 
+    def forget_after_fork(self) -> None:
+        """In a forked child: drop the pooled connections inherited from
+        the parent without closing them (they are the parent's; the child
+        opens its own), and the lock in whatever state the fork caught it."""
+        self._engine_lock = threading.Lock()
+        if self._engine is not None:
+            self._engine.dispose(close=False)
+
     def dispose(self) -> None:
         if self._engine is not None:
             self._engine.dispose()

@@ -1,4 +1,6 @@
-"""A worker's migration at start (``[placement_database] sync_on_startup``).
+"""What a worker does with its database at start: the migration
+(``[placement_database] sync_on_startup``) and, for the WSGI entry points,
+a connection made before the first request asks for one.
 
 The migration imports alembic, its scripts and what they load, and a
 worker that migrated in its own process kept all of it for the rest of
@@ -23,6 +25,8 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import threading
+import weakref
 
 import sqlalchemy as sa
 
@@ -102,3 +106,41 @@ def _migrate_and_exit(db: Database, write_end: int) -> None:
         logging.shutdown()
         os._exit(status)
 
+
+def connect_in_background(db: Database) -> threading.Thread:
+    """Make the engine and pool a connection in a thread of its own.
+
+    Otherwise a fresh worker's first request does it: about a tenth of
+    that request's time on PostgreSQL (5 to 8 of 50 ms for 1,000
+    candidates; oslo.db's test connection, the dialect asking the server
+    its settings, ours setting the session).
+    The worker's start does not wait for it, so a database that is down
+    holds nothing up: the thread logs why and the first request tries
+    again, as it always did.  A process forked afterwards (``gunicorn
+    --preload`` builds the application before forking its workers) drops
+    what it inherited without closing it, and makes its own.
+    """
+    _forget_engine_in_children(db)
+    thread = threading.Thread(target=_connect, args=(db,),
+                              name="placement-connect", daemon=True)
+    thread.start()
+    return thread
+
+
+def _connect(db: Database) -> None:
+    try:
+        with db.engine.connect():
+            pass
+    except Exception as exc:  # the first request meets it again, and answers
+        LOG.warning("Could not connect to the database at start: %s", exc)
+
+
+def _forget_engine_in_children(db: Database) -> None:
+    kept = weakref.ref(db)
+
+    def forget() -> None:
+        inherited = kept()
+        if inherited is not None:
+            inherited.forget_after_fork()
+
+    os.register_at_fork(after_in_child=forget)

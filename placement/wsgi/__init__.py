@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from typing import Any, Callable
 
 from oslo_config import cfg
 
 from placement import conf as placement_conf
+from placement.db import startup
+from placement.db.api import Database
 
 
 def load_conf() -> cfg.ConfigOpts:
@@ -19,3 +22,14 @@ def load_conf() -> cfg.ConfigOpts:
         default_config_files=files.split(",") if files else None)
     placement_conf.setup_logging(conf)
     return conf
+
+
+def application(build_app: Callable[[cfg.ConfigOpts, Database], Any]) -> Any:
+    """A worker's application: ``build_app`` on the worker's configuration
+    and database, which it starts connecting to at once, so that its first
+    request finds a connection ready (:func:`startup.connect_in_background`)."""
+    conf = load_conf()
+    db = Database(conf)
+    built = build_app(conf, db)
+    startup.connect_in_background(db)
+    return built

@@ -14,7 +14,7 @@ from placement.baremetal import app
 
 
 def init_application():  # type: ignore[no-untyped-def]
-    return app.build_app(wsgi.load_conf())
+    return wsgi.application(app.build_app)
 
 
 application = init_application()

@@ -1,16 +1,22 @@
-"""A worker's migration at start runs in a child process
-(placement/db/startup.py): the schema is migrated, the worker connects,
-and a failure fails the start with the child's own error."""
+"""What a worker does with its database at start
+(placement/db/startup.py): its migration runs in a child process (the
+schema is migrated, the worker connects, and a failure fails the start
+with the child's own error); a WSGI worker connects in the background."""
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import sqlalchemy as sa
 
+from placement import wsgi
 from placement.db import migration, startup, tables
 from placement.db.api import Database
+from tests import backends
 from tests.functional.fixtures import make_conf
 
 
@@ -69,5 +75,82 @@ def test_sqlite_in_memory_migrates_in_the_worker() -> None:
         startup.migrate(db)  # a child could not see this database
         assert db.started
         assert migration.current_revision(db) == migration.head_revision()
+    finally:
+        db.dispose()
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def pooled_db(request: pytest.FixtureRequest) -> Iterator[Database]:
+    """A database whose connections are pooled (oslo.db pools none of a
+    SQLite file's)."""
+    backends.require(request.param)
+    with backends.fresh_database(request.param) as url:
+        db = Database(make_conf(url))
+        try:
+            yield db
+        finally:
+            db.dispose()
+
+
+def test_a_worker_connects_before_its_first_request(pooled_db: Database) -> None:
+    startup.connect_in_background(pooled_db).join(timeout=30)
+    # The connection waits in the pool for the first request.
+    assert pooled_db.engine.pool.checkedin() == 1
+
+
+def test_a_database_down_at_start_holds_nothing_up(
+        caplog: pytest.LogCaptureFixture) -> None:
+    conf = make_conf("postgresql+psycopg2://nobody@127.0.0.1:1/placement",
+                     placement_database={"max_retries": 0})
+    db = Database(conf)
+    thread = startup.connect_in_background(db)
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert "Could not connect to the database at start" in caplog.text
+    db.dispose()
+
+
+def test_a_forked_child_does_not_use_the_parents_connections(pooled_db: Database) -> None:
+    # gunicorn --preload builds the application, and so connects, before
+    # it forks the workers.
+    db = pooled_db
+    startup.connect_in_background(db).join(timeout=30)
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            if db.engine.pool.checkedin() == 0:
+                with db.engine.connect() as conn:
+                    conn.exec_driver_sql("SELECT 1")
+                status = 0
+        finally:
+            os._exit(status)
+    _pid, status = os.waitpid(pid, 0)
+    assert status == 0
+    # The parent's connection was neither closed nor used by the child.
+    assert db.engine.pool.checkedin() == 1
+    with db.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT 1").scalar_one() == 1
+
+
+def test_the_wsgi_entry_point_connects_its_workers_database(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "placement.conf").write_text("")
+    monkeypatch.setenv("OS_PLACEMENT_CONFIG_FILES", str(tmp_path / "placement.conf"))
+    monkeypatch.setenv("OS_PLACEMENT_DATABASE__CONNECTION",
+                       "sqlite:///%s" % (tmp_path / "placement.sqlite"))
+    built: list[Database] = []
+
+    def build_app(_conf: object, db: Database) -> str:
+        built.append(db)
+        return "the application"
+
+    assert wsgi.application(build_app) == "the application"
+    [db] = built
+    try:
+        for thread in threading.enumerate():
+            if thread.name == "placement-connect":
+                thread.join(timeout=30)
+        assert db.started
     finally:
         db.dispose()
