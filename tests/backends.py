@@ -18,6 +18,8 @@ from typing import Iterator
 import pytest
 import sqlalchemy as sa
 
+from placement.db.api import Database
+
 DEFAULT_URLS = {
     "sqlite": "sqlite://",
     "postgresql": "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres",
@@ -85,3 +87,19 @@ def fresh_database(name: str) -> Iterator[str]:
             else:
                 conn.exec_driver_sql("DROP DATABASE IF EXISTS %s" % db_name)
         admin.dispose()
+
+
+@contextlib.contextmanager
+def fresh_db(name: str) -> Iterator[Database]:
+    """A :class:`Database` on an empty database of backend ``name``
+    (required: skipped, or failed in CI, when unreachable); disposed and
+    dropped after."""
+    from tests.functional.fixtures import make_conf
+
+    require(name)
+    with fresh_database(name) as url:
+        db = Database(make_conf(url))
+        try:
+            yield db
+        finally:
+            db.dispose()

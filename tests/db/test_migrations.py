@@ -26,13 +26,8 @@ BACKENDS = ["sqlite", "postgresql", "mysql"]
 
 @pytest.fixture(params=BACKENDS)
 def empty_db(request: pytest.FixtureRequest) -> Iterator[Database]:
-    backends.require(request.param)
-    with backends.fresh_database(request.param) as url:
-        db = Database(make_conf(url))
-        try:
-            yield db
-        finally:
-            db.dispose()
+    with backends.fresh_db(request.param) as db:
+        yield db
 
 
 def _not_a_version_table(name: str | None, type_: str, _parents: object) -> bool:

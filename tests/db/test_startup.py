@@ -83,13 +83,8 @@ def test_sqlite_in_memory_migrates_in_the_worker() -> None:
 def pooled_db(request: pytest.FixtureRequest) -> Iterator[Database]:
     """A database whose connections are pooled (oslo.db pools none of a
     SQLite file's)."""
-    backends.require(request.param)
-    with backends.fresh_database(request.param) as url:
-        db = Database(make_conf(url))
-        try:
-            yield db
-        finally:
-            db.dispose()
+    with backends.fresh_db(request.param) as db:
+        yield db
 
 
 def test_a_worker_connects_before_its_first_request(pooled_db: Database) -> None:
