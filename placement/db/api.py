@@ -332,7 +332,8 @@ def run_rendered(conn: sa.engine.Connection, statement: Any, params: Mapping[str
     SQLAlchemy costs a small statement, and a claim (GET and PUT) runs
     several.  The rows are the driver's values; errors go through
     SQLAlchemy and oslo.db as for any statement, and a statement with a
-    parameter SQLAlchemy must convert is left to it.  Callers that read
+    parameter SQLAlchemy must convert is left to it (PostgreSQL arrays
+    of ids and names need none: see :func:`_plain_array`).  Callers that read
     the rows by position take :func:`rendered_rows` instead."""
     rendered = _rendered(conn, statement, params)
     if rendered is None:
@@ -434,12 +435,15 @@ def _render(conn: sa.engine.Connection, statement: Any,
             params: Mapping[str, Any]) -> _Rendered | None:
     dialect = conn.dialect
     compiled = statement.compile(dialect=dialect)
+    arrays = {name for name, bind in compiled.binds.items() if _plain_array(bind.type, dialect)}
     if compiled.escaped_bind_names or any(
             bind.type.dialect_impl(dialect).bind_processor(dialect) is not None
-            for bind in compiled.binds.values()):
+            for name, bind in compiled.binds.items() if name not in arrays):
+        return None
+    if any(not isinstance(params.get(name), list) for name in arrays):
         return None
     state = compiled.construct_expanded_state(dict(params))
-    if state.processors or not state.parameters:
+    if set(state.processors) - arrays or not state.parameters:
         return None
     item_of = {expanded: (name, index)
                for name, names in state.parameter_expansion.items()
@@ -455,6 +459,18 @@ def _render(conn: sa.engine.Connection, statement: Any,
             sources.append((_CONSTANT, "", state.parameters[name]))
     return _Rendered(state.statement, None if compiled.positional else tuple(order),
                      tuple(sources))
+
+
+def _plain_array(type_: Any, dialect: sa.engine.Dialect) -> bool:
+    """Whether a parameter of ``type_`` is a one-dimensional array of
+    values the driver takes as they are (PostgreSQL's ``ARRAY(Integer)``,
+    ``ARRAY(String)``): SQLAlchemy's conversion of such a list only copies
+    it, and the driver adapts a list to an array itself."""
+    if not isinstance(type_, sa.ARRAY) or type_.dimensions not in (None, 1):
+        return False
+    item = type_.item_type
+    return (not isinstance(item, sa.ARRAY)
+            and item.dialect_impl(dialect).bind_processor(dialect) is None)
 
 
 def insert_unless_present(conn: sa.engine.Connection, table: sa.Table) -> Any:

@@ -440,12 +440,12 @@ def _remove_all_in(conn: sa.engine.Connection, plan: Plan, state: WriteState) ->
     removal counts, the consumers."""
     dropping = [state.stored[claim.consumer_uuid] for claim in plan.claims
                 if claim.consumer_uuid in state.stored]
-    row = conn.execute(_remove_all_statement(), {
+    [row] = db_api.rendered_rows(conn, _remove_all_statement(), {
         "allocation_ids": [row.id for row in state.old],
         "removed_from": sorted({row.resource_provider_id for row in state.old}),
         "row_ids": [consumer.id for consumer in dropping],
         "read_generations": [consumer.generation for consumer in dropping],
-    }).one()
+    })
     if commit_outcome.wants_transaction_id(conn):
         commit_outcome.note_transaction_id(conn, row[0])
     if row[3] != len(dropping):

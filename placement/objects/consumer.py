@@ -254,7 +254,7 @@ def create_with_allocations_in(conn: sa.engine.Connection, consumers: list[NewCo
         params["allocation_" + column] = [row[column] for row in allocations]
     params.update(along_params or {})
     statement = _create_together_statement(tuple(bool(names) for names in missing), along)
-    rows = conn.execute(statement, params).all()
+    rows = db_api.rendered_rows(conn, statement, params)
     counts = {row[0]: row[1] for row in rows if row[0] != _ALONG}
     if counts[_CREATED_CONSUMERS] != len(consumers):
         raise ConsumerChanged(", ".join(c.uuid for c in consumers))

@@ -99,3 +99,44 @@ def test_raw_rows_errors_are_those_of_oslo_db(db: Database) -> None:
     assert "no_such_column" in str(raw.value)
     with db.reader() as conn:  # the connections still serve
         assert len(db_api.raw_rows(conn, "SELECT id FROM resource_providers")) == 5
+
+
+class _Shouted(sa.types.TypeDecorator[str]):
+    """A string SQLAlchemy converts on the way in."""
+
+    impl = sa.String
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> Any:
+        return None if value is None else value.upper()
+
+
+def _by_array(item_type: Any) -> Any:
+    from sqlalchemy.dialects import postgresql
+
+    return (sa.select(_RP.c.id, _RP.c.name)
+            .where(sa.or_(
+                _RP.c.id == sa.any_(sa.bindparam("ids", type_=postgresql.ARRAY(sa.Integer))),
+                _RP.c.name == sa.any_(sa.bindparam("names",
+                                                   type_=postgresql.ARRAY(item_type)))))
+            .order_by(_RP.c.id))
+
+
+def test_plain_array_parameters_are_rendered() -> None:
+    # A claim's one statement on PostgreSQL passes its rows as arrays of
+    # ids and names: the driver takes those lists as they are.
+    statement = _by_array(sa.String)
+    params = {"ids": [1, 2], "names": ["rp4", "nobody"]}
+    with statements.five_providers("postgresql") as db, db.reader() as conn:
+        expected = _rows(conn.execute(statement, params))
+        assert expected == [(1, "rp1"), (2, "rp2"), (4, "rp4")]
+        assert db_api._rendered(conn, statement, params) is not None
+        for _ in range(3):
+            assert db_api.rendered_rows(conn, statement, params) == expected
+        # Items SQLAlchemy converts (and a tuple, which it would make a
+        # list) leave the statement to SQLAlchemy, which converts them.
+        shouted = _by_array(_Shouted)
+        params = {"ids": [1], "names": ["rp3"]}
+        assert db_api._rendered(conn, shouted, params) is None
+        assert db_api.rendered_rows(conn, shouted, params) == [(1, "rp1")]
+        assert db_api._rendered(conn, statement, {"ids": (1,), "names": ["rp3"]}) is None
