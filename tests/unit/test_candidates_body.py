@@ -226,3 +226,31 @@ def test_a_list_kept_for_queries_alike_is_written_with_each_query_s_suffixes() -
     assert second.chosen[0][0] is first.chosen[0][0]          # one list kept
     assert second_body == json.dumps(document(second, (1, 39))).encode()
     assert first_body != second_body
+
+
+def test_candidates_of_a_list_out_of_order_are_written_in_answer_order() -> None:
+    # Shuffled (randomize_allocation_candidates), a list's candidates come
+    # in any order, consecutive or not: each gets its own text, not a
+    # slice of the list's.
+    hosts = wide_hosts(1)
+    ordered = [hosts.trees[root] for root in sorted(hosts.trees)]
+    numbered = query(*gpu_groups(), group_policy="isolate")
+    chosen = assemble.choose(
+        reuse.candidates(ordered, numbered, True, NOTHING.candidates.of(None),
+                         assemble.DEPTH_FIRST),
+        limit=None, randomize=True, max_candidates=-1,
+        shuffle=lambda items: items.reverse())
+    found = candidates._answer(chosen, numbered)
+    kept = [index for listed, index in found.chosen if listed.kept]
+    assert kept == list(reversed(range(reuse.KEPT_PER_TREE)))
+    for version in ((1, 33), (1, 39)):
+        assert written(found, version) == json.dumps(document(found, version)).encode()
+
+
+def test_the_uuids_written_come_from_the_trees_written() -> None:
+    # From 1.29 a response writes texts for a few trees at a time (those
+    # changed since the last search): their own providers give the uuids,
+    # and the providers of the answer's hundreds of trees are not indexed.
+    found = ANSWERS["granular, sharing"]()
+    written(found, (1, 39))
+    assert "providers" not in vars(found.forest)
