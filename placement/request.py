@@ -12,7 +12,6 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
-import jsonschema_rs
 import webob
 from oslo_policy import policy as oslo_policy
 from oslo_utils import uuidutils
@@ -48,69 +47,6 @@ def _validator(schema: Schema) -> jsonschema.protocols.Validator:
     return validator
 
 
-# The same schemas compiled by jsonschema-rs, by schema identity as above.
-_FAST_VALIDATORS: dict[int, tuple[Schema, jsonschema_rs.Draft4Validator]] = {}
-
-
-def _python_dollars(pattern: str) -> str:
-    """``pattern`` with each ``$`` anchor matching as Python's does, also
-    before a final newline (Rust's ``$`` matches at the very end only)."""
-    out, in_class, escaped = [], False, False
-    for char in pattern:
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == "[":
-            in_class = True
-        elif char == "]":
-            in_class = False
-        elif char == "$" and not in_class:
-            out.append("\\n?")
-        out.append(char)
-    return "".join(out)
-
-
-def _with_python_dollars(schema: Any) -> Any:
-    """A copy of ``schema`` whose patterns (and pattern properties' keys)
-    went through :func:`_python_dollars`."""
-    if isinstance(schema, list):
-        return [_with_python_dollars(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    copied: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "pattern" and isinstance(value, str):
-            copied[key] = _python_dollars(value)
-        elif key == "patternProperties" and isinstance(value, dict):
-            copied[key] = {_python_dollars(k): _with_python_dollars(v)
-                           for k, v in value.items()}
-        else:
-            copied[key] = _with_python_dollars(value)
-    return copied
-
-
-def _fast_accepts(data: Any, schema: Schema) -> bool:
-    """Whether jsonschema-rs finds ``data`` valid: a claim's body in about
-    a microsecond where jsonschema takes a hundred.  Only its yes is taken
-    as the answer.  Its no goes to jsonschema, which words the error as
-    Placement does and, where the two disagree (a NaN is no number to
-    jsonschema-rs), decides as Placement does.  Patterns are given
-    Python's ``$`` (:func:`_with_python_dollars`), without which a key
-    ending in a newline would escape a pattern property's schema; the
-    tests check that no document the one accepts is refused by the other
-    (tests/unit/test_fast_validation.py)."""
-    cached = _FAST_VALIDATORS.get(id(schema))
-    if cached is None or cached[0] is not schema:
-        cached = _FAST_VALIDATORS[id(schema)] = (schema, jsonschema_rs.Draft4Validator(
-            _with_python_dollars(schema), formats={"uuid": uuidutils.is_uuid_like},
-            validate_formats=True))
-    try:
-        return bool(cached[1].is_valid(data))
-    except Exception:  # noqa: BLE001 - any doubt goes to jsonschema
-        return False
-
-
 # Query strings that passed a schema, with the schema (kept, as in
 # _VALIDATORS, so that its id names it while the entry lives).  A
 # scheduler asks the same few queries again and again, and validating one
@@ -127,8 +63,6 @@ def validate(data: Any, schema: Schema, prefix: str) -> None:
     The error is jsonschema's most relevant one in its full text (message,
     failing schema part and instance), as Placement reports it.
     """
-    if _fast_accepts(data, schema):
-        return
     try:
         error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(data))
         message = None if error is None else str(error)
@@ -145,9 +79,11 @@ def prepare(schema: Schema, sample: dict[str, Any]) -> None:
     worker's start, rather than in the first request it checks: jsonschema
     compiles a schema's patterns the first time it meets a key (about
     0.6 ms for the candidates query).  Whether ``sample`` fits does not
-    matter.  (jsonschema-rs compiles a schema as its validator is made.)"""
-    _fast_accepts(sample, schema)
-    _validator(schema).is_valid(sample)
+    matter."""
+    try:
+        validate(sample, schema, "")
+    except errors.BadRequest:
+        pass
 
 
 def _bad_text(data: Any) -> bool:
