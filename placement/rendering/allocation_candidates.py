@@ -25,11 +25,8 @@ reading the database.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
-import operator
 import re
-import sys
 
 from placement.kept import Texts
 from placement.objects import candidates
@@ -74,38 +71,37 @@ def _request_texts(found: candidates.Candidates, quoted: _UuidTexts,
     """The text of each chosen candidate: of a kept list, all its texts
     are written when first needed and kept with the list."""
     suffixes = [_text(group.suffix) for group in found.query.groups]
-    # A string whose hash is computed once, and interned: the key a list's
-    # texts are under is then this very object, found without comparing
-    # characters (another object to bring from memory, for every list).
-    shape = sys.intern("%s, dict %s, mappings %s, suffixes %s" % (
+    # A string: its hash is computed once, not at every lookup.
+    shape = "%s, dict %s, mappings %s, suffixes %s" % (
         _REQUESTS, version >= DICT_ALLOCATIONS_SINCE, version >= MAPPINGS_SINCE,
-        ", ".join(suffixes)))
-    written: list[bytes] = []
-    # A list's candidates come one after the other, mostly all of them in
-    # order: its texts are looked up once for all, and taken as a slice.
-    for listed, items in itertools.groupby(found.chosen, key=operator.itemgetter(0)):
+        ", ".join(suffixes))
+    written = []
+    # A list's candidates come one after the other: its texts are looked
+    # up once for all of them.  (Taking them as a slice per list costs
+    # more than it saves where most lists hold one candidate.)
+    previous: candidates.CandidateList | None = None
+    listed_texts: tuple[bytes, ...] = ()
+    for listed, index in found.chosen:
         if not listed.kept:
-            quoted.learn(listed.trees)
-            written.extend([request(listed.combinations[index], suffixes, quoted,
-                                    version).encode() for _listed, index in items])
+            quoted.writing = listed.trees
+            written.append(request(listed.combinations[index], suffixes, quoted,
+                                   version).encode())
             continue
-        shapes = listed.texts
-        listed_texts = None if shapes is None else shapes.get(shape)
-        if listed_texts is None:
-            quoted.learn(listed.trees)
-            listed_texts = tuple([
-                request(combination, suffixes, quoted, version).encode()
-                for combination in listed.combinations])
-            # One assignment: another thread sees the old texts or the
-            # new ones.
-            listed.texts = ({shape: listed_texts} if shapes is None
-                            else {**shapes, shape: listed_texts})
-        indices = [index for _listed, index in items]
-        first, end = indices[0], indices[0] + len(indices)
-        if indices == list(range(first, end)):
-            written.extend(listed_texts[first:end])
-        else:
-            written.extend([listed_texts[index] for index in indices])
+        if listed is not previous:
+            previous = listed
+            shapes = listed.texts
+            found_texts = None if shapes is None else shapes.get(shape)
+            if found_texts is None:
+                quoted.writing = listed.trees
+                found_texts = tuple([
+                    request(combination, suffixes, quoted, version).encode()
+                    for combination in listed.combinations])
+                # One assignment: another thread sees the old texts or
+                # the new ones.
+                listed.texts = ({shape: found_texts} if shapes is None
+                                else {**shapes, shape: found_texts})
+            listed_texts = found_texts
+        written.append(listed_texts[index])
     return written
 
 
@@ -119,7 +115,7 @@ def _tree_summary_texts(found: candidates.Candidates, quoted: _UuidTexts,
     for position, text in enumerate(written):
         if text is None:
             tree = shown[position]
-            quoted.learn((tree,))
+            quoted.writing = (tree,)
             if writer is None:
                 writer = _SummaryWriter(quoted, None, NESTED_SINCE)
             text = written[position] = ", ".join(
@@ -142,30 +138,31 @@ class _UuidTexts(dict):  # type: ignore[type-arg]
     """Provider id -> its uuid as a JSON string literal, made on first use.
 
     Texts are written for the providers of a few trees at a time (a new
-    list's, a tree's summaries): :meth:`learn` quotes theirs, so that the
-    forest of the whole answer need not index its providers (hundreds of
-    trees) for the few trees that changed since the last search."""
+    list's, a tree's summaries), named in :attr:`writing`: a uuid missing
+    is looked for among their providers first, so that the forest of the
+    whole answer need not index its providers (hundreds of trees) for the
+    few trees that changed since the last search.  A tree of many
+    providers is left to that index (looked through, each of its
+    providers would cost a scan)."""
 
     def __init__(self, forest: candidates.Forest) -> None:
         super().__init__()
-        # Its providers are looked at only for a text of no learned tree.
         self.forest = forest
-        self._learned: tuple[candidates.Tree, ...] | None = None
-
-    def learn(self, trees: tuple[candidates.Tree, ...]) -> None:
-        """Quote the uuids of these trees' providers (a list's trees are
-        one tuple for all its candidates: learned once in a row)."""
-        if trees is self._learned:
-            return
-        self._learned = trees
-        for tree in trees:
-            for provider in tree.providers:
-                if provider.id not in self:
-                    self[provider.id] = _quote(provider.uuid)
+        self.writing: tuple[candidates.Tree, ...] = ()
 
     def __missing__(self, provider_id: int) -> str:
+        for tree in self.writing:
+            if len(tree.providers) <= _SCANNED_TREE:
+                for provider in tree.providers:
+                    if provider.id == provider_id:
+                        text = self[provider_id] = _quote(provider.uuid)
+                        return text
         text = self[provider_id] = _quote(self.forest.providers[provider_id].uuid)
         return text
+
+
+# Providers of a tree :class:`_UuidTexts` looks through.
+_SCANNED_TREE = 16
 
 
 def _quote(uuid: str) -> str:
