@@ -336,15 +336,32 @@ def test_the_names_query_tells_whether_sharing_providers_hold_a_class(
         assert search.check_names(conn, [], ["CUSTOM_NOPE"]).shared is False
 
 
+def _ungrouped(rows: list[tuple[Any, ...]]) -> tuple[list[Any], list[Any]]:
+    """TREES_ENTRIES rows as ``entries`` rows (one per provider) and usage
+    rows."""
+    entries, usage = [], []
+    for row in rows:
+        if row[search.ENTRY_PROVIDERS] is None:
+            assert row[3:] == (None,) * 7
+            usage.append((-row[0], row[1], row[2]))
+            continue
+        entries += [(provider_id, *row[:search.ENTRY_COUNT]) for provider_id in
+                    search.provider_ids(row[search.ENTRY_COUNT], row[search.ENTRY_PROVIDERS])]
+    return entries, usage
+
+
 def test_entries_and_usage_of_whole_trees_in_one_read(
         served: tuple[Any, Database]) -> None:
-    # A worker's first search reads the entries of whole trees and their
-    # usage in one statement: the rows must be those the two statements
-    # read apart, the usage's under negated provider ids.
+    # A worker's first search reads the entries of whole trees, each
+    # distinct row once with the providers having it, and their usage in
+    # one statement: the rows must be those read one per provider, the
+    # usage's under negated provider ids.
     application, db = served
     _provider(application, HOST1, {"DISK_GB": 100}, traits=("HW_CPU_X86_AVX2",))
     _provider(application, NUMA1, {"VCPU": 8, "MEMORY_MB": 512}, parent=HOST1)
-    _provider(application, HOST2, {"VCPU": 4})
+    _provider(application, HOST2, {"VCPU": 8, "MEMORY_MB": 512},
+              traits=("HW_CPU_X86_AVX2",))
+    _provider(application, DISKS, {"DISK_GB": 100})
     consumer = "b1d00000-0000-4000-8000-0000000000c1"
     assert send(application, "PUT", "/allocations/%s" % consumer, {
         "allocations": {NUMA1: {"resources": {"VCPU": 2, "MEMORY_MB": 256}},
@@ -355,15 +372,34 @@ def test_entries_and_usage_of_whole_trees_in_one_read(
     with db.reader() as conn:
         ids = dict(conn.execute(sa.text("SELECT uuid, id FROM resource_providers")).all())
         roots = sorted({ids[HOST1], ids[HOST2]})
-        together = search.fetch(conn, search.ENTRIES_AND_USAGE, {"root_ids": roots})
-        entries = search.fetch(conn, "entries", {"root_ids": roots})
-        usage = search.fetch(conn, "usage", {"provider_ids": sorted(ids.values())})
-        assert sorted(row for row in together if row[0] > 0) == sorted(entries)
-        assert sorted((-row[0], row[1], row[2]) for row in together
-                      if row[0] < 0) == sorted(usage)
-        assert all(row[3:] == (None,) * 6 for row in together if row[0] < 0)
+        read = search.fetch(conn, search.TREES_ENTRIES, {"root_ids": roots})
+        entries, usage = _ungrouped(read)
+        assert sorted(entries) == sorted(search.fetch(
+            conn, "entries", {"provider_ids": [ids[HOST1], ids[NUMA1], ids[HOST2]]}))
+        assert sorted(usage) == sorted(search.fetch(
+            conn, "usage", {"provider_ids": sorted(ids.values())}))
         assert len(usage) == 3
-        assert search.fetch(conn, search.ENTRIES_AND_USAGE, {"root_ids": []}) == []
+        # Like rows come once: VCPU and MEMORY_MB (NUMA1's and HOST2's
+        # alike), DISK_GB, and the trait HOST1 and HOST2 both have.
+        assert len(read) == 4 + len(usage)
+        assert search.fetch(conn, search.TREES_ENTRIES, {"root_ids": []}) == []
+        # Of everyone: every provider's entries, no usage.
+        everyone, no_usage = _ungrouped(search.fetch(
+            conn, search.TREES_ENTRIES, {search.EVERYONE: []}))
+        assert sorted(everyone) == sorted(search.fetch(
+            conn, "entries", {"provider_ids": sorted(ids.values())}))
+        assert no_usage == []
+
+
+@pytest.mark.parametrize("count, text", [
+    (3, "4 7"),      # fewer ids than counted
+    (2, "4 7 9"),    # more
+    (3, "4 7 "),     # cut after a separator
+])
+def test_provider_ids_cut_short_are_refused(count: int, text: str) -> None:
+    assert search.provider_ids(2, "4 7") == [4, 7]
+    with pytest.raises(RuntimeError, match="entries of some providers was read cut short"):
+        search.provider_ids(count, text)
 
 
 def test_entries_of_some_providers_and_usage_of_others_in_one_read(
@@ -433,7 +469,7 @@ def test_a_first_search_reads_usage_with_the_entries_of_whole_trees(
     assert fetched == [("states", "class_ids"), (search.ENTRIES_AND_USAGE, "provider_ids")]
     fetched.clear()
     together = shapes(1)
-    assert fetched == [("states", "class_ids"), (search.ENTRIES_AND_USAGE, "root_ids")]
+    assert fetched == [("states", "class_ids"), (search.TREES_ENTRIES, "root_ids")]
     fetched.clear()
     # Apart: entries and usage in two statements, as when the usage's
     # providers are too many to go with the entries.

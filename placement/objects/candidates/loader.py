@@ -350,8 +350,9 @@ class Loader:
         ``whole`` are parameters (see :func:`.search.fetch`) reading the
         whole trees of these providers.  When the worker holds none of
         many providers (its first search), their entries are read by them
-        rather than by listing every provider id: the statements stay
-        small; and, given a ``usage`` dict to fill, the providers' usage
+        rather than by listing every provider id, each distinct row once
+        with the ids of the providers having it: the statements and what
+        they send stay small; and, given a ``usage`` dict to fill, the providers' usage
         too, in the same round trip: each provider read gets its ``(class
         id, used)`` pairs there.  Else, given a ``usage`` dict, the usage
         of the providers ``usage_of`` comes with the entries read by
@@ -369,11 +370,10 @@ class Loader:
                 found[provider_id] = entry
         kind = "entries"
         if whole is not None and not found and len(stale) >= READ_BY_TREES:
-            reads = whole
+            reads, kind = whole, search.TREES_ENTRIES
             if usage is not None and search.EVERYONE not in whole[0]:
                 # By roots: their usage comes along, under negated
-                # provider ids (see search._entries).
-                kind = search.ENTRIES_AND_USAGE
+                # provider ids (see search._trees_entries).
                 usage.update({p: [] for p in stale})
         else:
             reads = [{"provider_ids": chunk} for chunk in search.chunks(sorted(stale))]
@@ -387,7 +387,10 @@ class Loader:
         # they are not asked for, and skipped.
         rows_of: dict[int, list[tuple[Any, ...]]] = {p: [] for p in stale}
         for params in reads:
-            for row in search.fetch(self.conn, kind, params):
+            fetched = search.fetch(self.conn, kind, params)
+            if kind == search.TREES_ENTRIES:
+                fetched = self._ungrouped(fetched, rows_of)
+            for row in fetched:
                 mine = rows_of.get(row[0])
                 if mine is not None:
                     mine.append(row[1:])
@@ -415,6 +418,25 @@ class Loader:
             cache.put_entries(read)
         found.update(read)
         return found
+
+    @staticmethod
+    def _ungrouped(rows: list[tuple[Any, ...]], rows_of: dict[int, list[tuple[Any, ...]]]
+                   ) -> list[tuple[Any, ...]]:
+        """Of ``search.TREES_ENTRIES`` rows, the usage rows, after adding
+        each distinct entries row (but its count and ids) to the rows of
+        each provider having it that ``rows_of`` lists."""
+        usage = []
+        for row in rows:
+            text = row[search.ENTRY_PROVIDERS]
+            if text is None:
+                usage.append(row[:3])
+                continue
+            item = row[:search.ENTRY_COUNT]
+            for provider_id in search.provider_ids(row[search.ENTRY_COUNT], text):
+                mine = rows_of.get(provider_id)
+                if mine is not None:
+                    mine.append(item)
+        return usage
 
     def _entry(self, generation: int, uuid: str, rows: Iterable[tuple[Any, ...]]
                ) -> Entry:
