@@ -296,45 +296,38 @@ TREES_ENTRIES = "entries of whole trees"
 ENTRY_COUNT, ENTRY_PROVIDERS = 8, 9
 
 
-def _entries(provider_ids: Any | None, usage_of: Any | None = None) -> sa.CompoundSelect:
+# An inventory's fields in ``entries`` rows, after the provider id.
+_INVENTORY = (_INV.c.resource_class_id, _INV.c.total, _INV.c.reserved, _INV.c.min_unit,
+              _INV.c.max_unit, _INV.c.step_size, _INV.c.allocation_ratio)
+
+
+def _entries(provider_ids: Any, usage_of: Any | None = None) -> sa.CompoundSelect:
     """What the worker keeps per provider generation (``placement.kept``
     entries): each inventory, and each trait, of ``provider_ids`` (a list
-    parameter or a subquery; None for every provider), in one
-    query, as rows of (provider id, class or trait id, total, reserved,
-    min_unit, max_unit, step_size, allocation_ratio, trait name): an
-    inventory's row has no trait name, a trait's nothing else.  One round
-    trip, not one for each kind, for every search after a provider
-    changed (each claim changes one) and for a worker's first.
+    parameter), in one query, as rows of (provider id, class or trait id,
+    total, reserved, min_unit, max_unit, step_size, allocation_ratio, trait
+    name): an inventory's row has no trait name, a trait's nothing else.
+    One round trip, not one for each kind, for every search after a
+    provider changed (each claim changes one).  Given ``usage_of``
+    (providers that changed since the last search), their usage rows too
+    (:func:`_negated_usage`).
     """
     # Bare NULLs: each takes the type of the other branch's column (a CAST
     # of NULL to FLOAT does not exist on MySQL and MariaDB).
     inventories = (
-        sa.select(_INV.c.resource_provider_id.label("provider_id"),
-                  _INV.c.resource_class_id.label("id"),
-                  _INV.c.total, _INV.c.reserved, _INV.c.min_unit,
-                  _INV.c.max_unit, _INV.c.step_size, _INV.c.allocation_ratio,
-                  sa.null().label("trait")))
+        sa.select(_INV.c.resource_provider_id.label("provider_id"), *_INVENTORY,
+                  sa.null().label("trait"))
+        .where(_INV.c.resource_provider_id.in_(provider_ids)))
     traits = (
         sa.select(_RP_TRAITS.c.resource_provider_id, _TRAITS.c.id,
                   *[sa.null()] * 6, _TRAITS.c.name)
-        .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id))
-    if provider_ids is not None:
-        inventories = inventories.where(_INV.c.resource_provider_id.in_(provider_ids))
-        traits = traits.where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids))
+        .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
+        .where(_RP_TRAITS.c.resource_provider_id.in_(provider_ids)))
     # In no order: the worker orders a provider's inventories itself,
     # more cheaply than the database sorts thousands of wide rows.
-    if usage_of is None or provider_ids is None:
+    if usage_of is None:
         return sa.union_all(inventories, traits)
-    # ``usage_of`` (a worker's first search, which holds nothing, or
-    # providers changed since the last): the rows of _usage too, under the
-    # provider's id negated (no id is negative), as (-provider id, class
-    # id, used, NULL...): one round trip fewer.
-    usage = (
-        sa.select(-_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
-                  sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer), *[sa.null()] * 6)
-        .where(_ALLOC.c.resource_provider_id.in_(usage_of))
-        .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id))
-    return sa.union_all(inventories, traits, usage)
+    return sa.union_all(inventories, traits, _negated_usage(usage_of, 6))
 
 
 def _trees_entries(providers: Any | None) -> sa.CompoundSelect:
@@ -342,8 +335,7 @@ def _trees_entries(providers: Any | None) -> sa.CompoundSelect:
     ``providers`` (a subquery; None for every provider), each distinct row
     once, without a provider id but with how many providers have it and
     their ids (ENTRY_COUNT, ENTRY_PROVIDERS); given ``providers``, their
-    usage rows of :func:`_entries` too, under negated provider ids (with
-    neither count nor ids).
+    usage rows too (:func:`_negated_usage`, with neither count nor ids).
 
     A worker's first search reads whole trees: one row per provider and
     inventory or trait is thousands of rows, mostly alike in a fleet of
@@ -355,26 +347,31 @@ def _trees_entries(providers: Any | None) -> sa.CompoundSelect:
     def ids(column: Any) -> tuple[Any, Any]:
         return sa.func.count(), sa.func.aggregate_strings(sa.cast(column, sa.String), " ")
 
-    fields = (_INV.c.resource_class_id, _INV.c.total, _INV.c.reserved, _INV.c.min_unit,
-              _INV.c.max_unit, _INV.c.step_size, _INV.c.allocation_ratio)
     # Bare NULLs, as in _entries.
-    inventories = (sa.select(*fields, sa.null().label("trait"),
+    inventories = (sa.select(*_INVENTORY, sa.null().label("trait"),
                              *ids(_INV.c.resource_provider_id))
-                   .group_by(*fields))
+                   .group_by(*_INVENTORY))
     traits = (sa.select(_TRAITS.c.id, *[sa.null()] * 6, _TRAITS.c.name,
                         *ids(_RP_TRAITS.c.resource_provider_id))
               .join(_TRAITS, _TRAITS.c.id == _RP_TRAITS.c.trait_id)
               .group_by(_TRAITS.c.id, _TRAITS.c.name))
     if providers is None:
         return sa.union_all(inventories, traits)
-    inventories = inventories.where(_INV.c.resource_provider_id.in_(providers))
-    traits = traits.where(_RP_TRAITS.c.resource_provider_id.in_(providers))
-    usage = (
+    return sa.union_all(
+        inventories.where(_INV.c.resource_provider_id.in_(providers)),
+        traits.where(_RP_TRAITS.c.resource_provider_id.in_(providers)),
+        _negated_usage(providers, 7))
+
+
+def _negated_usage(provider_ids: Any, nulls: int) -> sa.Select[Any]:
+    """The rows of :func:`_usage` under the provider's id negated (no id is
+    negative), as (-provider id, class id, used) and ``nulls`` NULLs: to
+    go in one statement with the rows of entries, one round trip fewer."""
+    return (
         sa.select(-_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
-                  sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer), *[sa.null()] * 7)
-        .where(_ALLOC.c.resource_provider_id.in_(providers))
+                  sa.cast(sa.func.sum(_ALLOC.c.used), sa.Integer), *[sa.null()] * nulls)
+        .where(_ALLOC.c.resource_provider_id.in_(provider_ids))
         .group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id))
-    return sa.union_all(inventories, traits, usage)
 
 
 def provider_ids(count: int, text: str) -> list[int]:
