@@ -145,23 +145,30 @@ class Tree:
                  "key")
 
     def __init__(self, providers: Iterable[Provider], state: Any = None) -> None:
-        self.providers: tuple[Provider, ...] = tuple(
-            sorted(providers, key=operator.attrgetter("id")))
-        self.root_id = self.providers[0].root_id
         self.state = state
-        # Every class some provider of the tree has inventory of; like
-        # trees share one set.  (Sets made by union, not comprehensions:
-        # a cold search makes thousands of trees.)
-        classes = frozenset().union(*[p.inventories for p in self.providers])
+        listed = tuple(providers)
+        # Every class some provider of the tree has inventory of (like
+        # trees share one set); whether a provider shares; every aggregate
+        # some provider of the tree is in (a sharing provider in one of
+        # them serves the tree, see Forest.anchors).  Worked out directly
+        # for a tree of one provider, as most are: a cold search makes
+        # thousands of trees, and the general way took three times as long
+        # for them.
+        if len(listed) == 1:
+            only = listed[0]
+            self.providers: tuple[Provider, ...] = listed
+            classes = frozenset(only.inventories)
+            self.sharing = SHARING_TRAIT in only.traits
+            self.aggregates: frozenset[str] = only.aggregates
+        else:
+            self.providers = listed = tuple(sorted(listed, key=operator.attrgetter("id")))
+            classes = frozenset().union(*[p.inventories for p in listed])
+            self.sharing = any([SHARING_TRAIT in p.traits for p in listed])
+            self.aggregates = frozenset().union(*[p.aggregates for p in listed])
+        self.root_id = listed[0].root_id
         if len(_CLASS_SETS) > 4096:
             _CLASS_SETS.clear()
         self.classes = _CLASS_SETS.setdefault(classes, classes)
-        self.sharing = any([SHARING_TRAIT in p.traits for p in self.providers])
-        # Every aggregate some provider of the tree is in: a sharing
-        # provider in one of them serves the tree (see Forest.anchors).
-        self.aggregates: frozenset[str] = (
-            self.providers[0].aggregates if len(self.providers) == 1
-            else frozenset().union(*[p.aggregates for p in self.providers]))
         self.key = new_key()
 
 
