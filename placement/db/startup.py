@@ -27,6 +27,7 @@ import os
 import pickle
 import threading
 import weakref
+from typing import Callable
 
 import sqlalchemy as sa
 
@@ -107,7 +108,8 @@ def _migrate_and_exit(db: Database, write_end: int) -> None:
         os._exit(status)
 
 
-def connect_in_background(db: Database) -> threading.Thread:
+def connect_in_background(db: Database, warm: Callable[[sa.engine.Connection], None]
+                          | None = None) -> threading.Thread:
     """Make the engine and pool a connection in a thread of its own.
 
     Otherwise a fresh worker's first request does it: about a tenth of
@@ -118,19 +120,23 @@ def connect_in_background(db: Database) -> threading.Thread:
     holds nothing up: the thread logs why and the first request tries
     again, as it always did.  A process forked afterwards (``gunicorn
     --preload`` builds the application before forking its workers) drops
-    what it inherited without closing it, and makes its own.
+    what it inherited without closing it, and makes its own.  ``warm``, if
+    given, runs on that connection next (in the transaction the
+    connection begins, rolled back): what the first request would
+    otherwise pay for on a fresh connection beyond connecting.
     """
     _forget_engine_in_children(db)
-    thread = threading.Thread(target=_connect, args=(db,),
+    thread = threading.Thread(target=_connect, args=(db, warm),
                               name="placement-connect", daemon=True)
     thread.start()
     return thread
 
 
-def _connect(db: Database) -> None:
+def _connect(db: Database, warm: Callable[[sa.engine.Connection], None] | None) -> None:
     try:
-        with db.engine.connect():
-            pass
+        with db.engine.connect() as conn:
+            if warm is not None:
+                warm(conn)
     except Exception as exc:  # the first request meets it again, and answers
         LOG.warning("Could not connect to the database at start: %s", exc)
 

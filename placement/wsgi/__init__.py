@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+import sqlalchemy as sa
 from oslo_config import cfg
 
 from placement import conf as placement_conf
@@ -24,12 +25,14 @@ def load_conf() -> cfg.ConfigOpts:
     return conf
 
 
-def application(build_app: Callable[[cfg.ConfigOpts, Database], Any]) -> Any:
+def application(build_app: Callable[[cfg.ConfigOpts, Database], Any],
+                warm: Callable[[sa.engine.Connection], None] | None = None) -> Any:
     """A worker's application: ``build_app`` on the worker's configuration
     and database, which it starts connecting to at once, so that its first
-    request finds a connection ready (:func:`startup.connect_in_background`)."""
+    request finds a connection ready (:func:`startup.connect_in_background`,
+    which runs ``warm`` on it)."""
     conf = load_conf()
     db = Database(conf)
     built = build_app(conf, db)
-    startup.connect_in_background(db)
+    startup.connect_in_background(db, warm)
     return built

@@ -10,10 +10,11 @@ database, so any number of them, on any number of hosts, may serve together.
 from __future__ import annotations
 
 from placement import app, wsgi
+from placement.objects import candidates
 
 
 def init_application():  # type: ignore[no-untyped-def]
-    return wsgi.application(app.build_app)
+    return wsgi.application(app.build_app, warm=candidates.warm)
 
 
 application = init_application()

@@ -15,6 +15,8 @@ import sqlalchemy as sa
 
 from placement import wsgi
 from placement.db import migration, startup, tables
+from placement.objects import candidates
+from placement.objects.candidates import search
 from placement.db.api import Database
 from tests import backends
 from tests.functional.fixtures import make_conf
@@ -91,6 +93,29 @@ def test_a_worker_connects_before_its_first_request(pooled_db: Database) -> None
     startup.connect_in_background(pooled_db).join(timeout=30)
     # The connection waits in the pool for the first request.
     assert pooled_db.engine.pool.checkedin() == 1
+
+
+def test_a_worker_warms_its_connection_with_the_search_statements(
+        pooled_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    # placement.wsgi.api runs each search statement once as its worker
+    # connects, over no providers: nothing read, nothing kept, the
+    # connection back in the pool for the first request.
+    migration.upgrade(pooled_db)
+    ran: list[tuple[str, dict[str, list[int]], list[tuple[object, ...]]]] = []
+    real_fetch = search.fetch
+
+    def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
+              ) -> list[tuple[object, ...]]:
+        rows = real_fetch(conn, kind, params)
+        ran.append((kind, params, rows))
+        return rows
+
+    monkeypatch.setattr(search, "fetch", fetch)
+    startup.connect_in_background(pooled_db, candidates.warm).join(timeout=30)
+    assert pooled_db.engine.pool.checkedin() == 1
+    assert sorted((kind, next(iter(params))) for kind, params, _rows in ran) == sorted(
+        (kind, by) for kind, by in search._TEMPLATES if by != search.EVERYONE)
+    assert all(rows == [] and not any(params.values()) for _kind, params, rows in ran)
 
 
 def test_a_database_down_at_start_holds_nothing_up(

@@ -30,7 +30,7 @@ from placement.objects.candidates import assemble, reuse, summary
 from placement.objects.candidates.choices import Choice, Combination
 from placement.objects.candidates.loader import QueryTrees
 from placement.objects.candidates.reuse import CandidateList, Item
-from placement.objects.candidates.search import prepare
+from placement.objects.candidates.search import prepare, warm
 from placement.objects.candidates.trees import Forest, Inventory, Provider, Tree
 from placement.query import CandidateQuery
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from placement.context import RequestContext
 
 __all__ = ["CandidateList", "Candidates", "Choice", "Combination", "Forest",
-           "Inventory", "Item", "Provider", "Tree", "find", "prepare"]
+           "Inventory", "Item", "Provider", "Tree", "find", "prepare", "warm"]
 
 
 @dataclasses.dataclass(frozen=True)
