@@ -352,8 +352,8 @@ class Loader:
         many providers (its first search), their entries are read by them
         rather than by listing every provider id, each distinct row once
         with the ids of the providers having it: the statements and what
-        they send stay small; and, given a ``usage`` dict to fill, the providers' usage
-        too, in the same round trip: each provider read gets its ``(class
+        they send stay small; and, given a ``usage`` dict to fill, the
+        providers' usage too, in the same round trip: each provider read gets its ``(class
         id, used)`` pairs there.  Else, given a ``usage`` dict, the usage
         of the providers ``usage_of`` comes with the entries read by
         provider id, in the same round trip, when both lists fit in one
@@ -389,7 +389,7 @@ class Loader:
         for params in reads:
             fetched = search.fetch(self.conn, kind, params)
             if kind == search.TREES_ENTRIES:
-                fetched = self._ungrouped(fetched, rows_of)
+                fetched = search.spread_entries(fetched, rows_of)
             for row in fetched:
                 mine = rows_of.get(row[0])
                 if mine is not None:
@@ -418,25 +418,6 @@ class Loader:
             cache.put_entries(read)
         found.update(read)
         return found
-
-    @staticmethod
-    def _ungrouped(rows: list[tuple[Any, ...]], rows_of: dict[int, list[tuple[Any, ...]]]
-                   ) -> list[tuple[Any, ...]]:
-        """Of ``search.TREES_ENTRIES`` rows, the usage rows, after adding
-        each distinct entries row (but its count and ids) to the rows of
-        each provider having it that ``rows_of`` lists."""
-        usage = []
-        for row in rows:
-            text = row[search.ENTRY_PROVIDERS]
-            if text is None:
-                usage.append(row[:3])
-                continue
-            item = row[:search.ENTRY_COUNT]
-            for provider_id in search.provider_ids(row[search.ENTRY_COUNT], text):
-                mine = rows_of.get(provider_id)
-                if mine is not None:
-                    mine.append(item)
-        return usage
 
     def _entry(self, generation: int, uuid: str, rows: Iterable[tuple[Any, ...]]
                ) -> Entry:

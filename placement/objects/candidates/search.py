@@ -386,6 +386,27 @@ def provider_ids(count: int, text: str) -> list[int]:
     return found
 
 
+def spread_entries(rows: list[tuple[Any, ...]], rows_of: dict[int, list[tuple[Any, ...]]]
+                   ) -> list[tuple[Any, ...]]:
+    """Of TREES_ENTRIES rows, the usage rows (``(-provider id, class id,
+    used)``, as :func:`_entries` gives them), after appending each other
+    row, but its count and ids, to the rows of each of its providers that
+    ``rows_of`` lists: what reading them one row per provider would have
+    given, without a tuple per provider and row."""
+    usage = []
+    for row in rows:
+        text = row[ENTRY_PROVIDERS]
+        if text is None:
+            usage.append(row[:3])
+            continue
+        item = row[:ENTRY_COUNT]
+        for provider_id in provider_ids(row[ENTRY_COUNT], text):
+            mine = rows_of.get(provider_id)
+            if mine is not None:
+                mine.append(item)
+    return usage
+
+
 def _cut_short(what: str, text: str) -> RuntimeError:
     return RuntimeError(
         "the %s of some providers was read cut short (%d characters); "
