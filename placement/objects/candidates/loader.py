@@ -353,11 +353,12 @@ class Loader:
         rather than by listing every provider id, each distinct row once
         with the ids of the providers having it: the statements and what
         they send stay small; and, given a ``usage`` dict to fill, the
-        providers' usage too, in the same round trip: each provider read gets its ``(class
-        id, used)`` pairs there.  Else, given a ``usage`` dict, the usage
-        of the providers ``usage_of`` comes with the entries read by
-        provider id, in the same round trip, when both lists fit in one
-        statement (after a claim: the claimed provider's entry and usage).
+        providers' usage too, in the same round trip: each provider read
+        gets its ``(class id, used)`` pairs there.  Else, given a
+        ``usage`` dict, the usage of the providers ``usage_of`` comes with
+        the entries read by provider id, in the same round trip, when both
+        lists fit in one statement (after a claim: the claimed provider's
+        entry and usage).
         """
         cache = self.cache
         found: dict[int, Entry] = {}
