@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterable
 
+import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_middleware import cors, http_proxy_to_wsgi, request_id
 
@@ -16,6 +17,7 @@ from placement import errors, policy
 from placement.context import RequestContext
 from placement.db import api as db_api
 from placement.db import startup
+from placement import kept as kept_store
 from placement.kept import Kept
 from placement.db.api import Database
 from placement.middleware import (
@@ -31,6 +33,7 @@ from placement.objects import candidates
 from placement.request import PlacementRequest
 from placement import routes
 from placement.policies import metrics as metrics_policy
+from placement.rendering import allocation_candidates as candidates_rendering
 from placement.routes import Router
 
 LOG = logging.getLogger(__name__)
@@ -222,3 +225,14 @@ def build_app(conf: cfg.ConfigOpts, db: Database | None = None,
         allocation_candidate.prepare()
     return _stack(conf, db, router or Router(routes.for_config(conf)),
                   versioning or microversion.MicroversionMiddleware, kept)
+
+
+def warm(conn: sa.engine.Connection) -> None:
+    """What a worker of Placement's API runs on its first connection as it
+    starts (``placement.wsgi.api``, see
+    :func:`placement.db.startup.connect_in_background`): on a deployment
+    small enough, every tree read into what the worker keeps
+    (:func:`placement.objects.candidates.warm`) and the summaries of each
+    written, so its first search finds them ready."""
+    kept = kept_store.of(conn.engine)
+    candidates_rendering.keep_tree_summaries(candidates.warm(conn, kept), kept.texts)

@@ -142,6 +142,9 @@ class Kept:
         # a sharing provider was among them, at the last search for them
         # (see reads_everyone and shares).
         self._reach: dict[frozenset[str], tuple[int, bool]] = {}
+        # Whether every tree was read as the worker started (see
+        # read_every_tree).
+        self._whole = False
         self._texts = Texts()
 
     def get(self, provider_id: int, generation: int, uuid: str) -> Entry | None:
@@ -211,6 +214,7 @@ class Kept:
 
     def _drop_trees(self) -> None:
         self.trees, self._buckets = {}, {}
+        self._whole = False
         self._tree_providers = 0
         self.candidates.clear()
         self._texts = Texts()
@@ -273,7 +277,22 @@ class Kept:
         search.  Narrowing costs the database more than it saves then, and
         the search drops the other trees itself."""
         reach = self._reach.get(classes)
-        return reach is not None and reach[0] * 2 >= len(self.entries)
+        if reach is not None:
+            return reach[0] * 2 >= len(self.entries)
+        if not self._whole:
+            return False
+        # No search asked for these classes yet, but every tree was read
+        # at start: the kept ones tell how far the classes reach (on a
+        # cloud of like hosts, that narrowing a first search by classes
+        # would cost it more than reading every state, as it does later).
+        held = sum([len(tree.providers) for tree in self.trees.values()
+                    if not classes.isdisjoint(tree.classes)])
+        return held * 2 >= len(self.entries)
+
+    def read_every_tree(self) -> None:
+        """Every tree was just read into this store, as a worker starts
+        (:func:`placement.objects.candidates.warm`)."""
+        self._whole = True
 
     def shares(self, classes: frozenset[str]) -> bool:
         """Whether the last search for these classes found a sharing
@@ -449,6 +468,9 @@ class _Nothing(Kept):
 
     def reads_everyone(self, classes: frozenset[str]) -> bool:
         return False
+
+    def read_every_tree(self) -> None:
+        pass
 
     def shares(self, classes: frozenset[str]) -> bool:
         return False

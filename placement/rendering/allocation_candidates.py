@@ -109,7 +109,19 @@ def _tree_summary_texts(found: candidates.Candidates, quoted: _UuidTexts,
                         texts: Texts) -> list[bytes]:
     """The summaries of every provider of each tree used (1.29+), a text
     per tree, kept under the tree's key."""
-    shown = summary.trees_shown(found)
+    return _summaries_of(summary.trees_shown(found), quoted, texts)
+
+
+def keep_tree_summaries(shown: list[candidates.Tree], texts: Texts) -> None:
+    """Write and keep the summaries text (1.29+) of each of these trees,
+    as a worker starts (see :func:`placement.app.warm`):
+    the text of a tree is the same whatever the query and microversion
+    from 1.29, so a first search finds those of the trees it uses kept."""
+    _summaries_of(shown, _UuidTexts(candidates.Forest(shown)), texts)
+
+
+def _summaries_of(shown: list[candidates.Tree], quoted: _UuidTexts,
+                  texts: Texts) -> list[bytes]:
     written = texts.get_each([tree.key for tree in shown], _TREE_SUMMARIES)
     writer = None
     for position, text in enumerate(written):

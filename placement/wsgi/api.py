@@ -10,11 +10,10 @@ database, so any number of them, on any number of hosts, may serve together.
 from __future__ import annotations
 
 from placement import app, wsgi
-from placement.objects import candidates
 
 
 def init_application():  # type: ignore[no-untyped-def]
-    return wsgi.application(app.build_app, warm=candidates.warm)
+    return wsgi.application(app.build_app, warm=app.warm)
 
 
 application = init_application()

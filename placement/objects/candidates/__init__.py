@@ -25,12 +25,14 @@ import itertools
 import operator
 from typing import TYPE_CHECKING
 
+import sqlalchemy as sa
+
 from placement.kept import Kept
-from placement.objects.candidates import assemble, reuse, summary
+from placement.objects.candidates import assemble, reuse, search, summary
 from placement.objects.candidates.choices import Choice, Combination
-from placement.objects.candidates.loader import QueryTrees
+from placement.objects.candidates.loader import Loader, QueryTrees
 from placement.objects.candidates.reuse import CandidateList, Item
-from placement.objects.candidates.search import prepare, warm
+from placement.objects.candidates.search import prepare
 from placement.objects.candidates.trees import Forest, Inventory, Provider, Tree
 from placement.query import CandidateQuery
 
@@ -118,3 +120,34 @@ def _answer(chosen: list[Item], query: CandidateQuery) -> Candidates:
             for tree in listed.used[index]:
                 trees[tree.root_id] = tree
     return Candidates(tuple(chosen), Forest(trees.values()), query)
+
+
+# Up to how many providers a worker reads every tree as it starts.
+WARM_PROVIDERS = 10_000
+
+
+def warm(conn: sa.engine.Connection, kept: Kept) -> list[Tree]:
+    """Ready a worker's first search, on its first connection as it starts
+    (:func:`placement.db.startup.connect_in_background`): run the search's
+    statements once (:func:`.search.warm`) and, on a deployment of up to
+    WARM_PROVIDERS providers, read every tree into ``kept`` as a search
+    over all of them would.  The trees read, by root id (none on a bigger
+    deployment).
+
+    A fresh worker's first search otherwise reads and builds every tree it
+    touches, about half of its time for 1,000 hosts (after a restart, or
+    when gunicorn replaces a worker).  Searches read the states of their
+    trees afresh, and use a kept tree only while its state is unchanged
+    (:mod:`placement.kept`), so reading them early changes no answer.  It
+    costs the worker what its first search over every tree would have kept
+    anyway; on bigger deployments, whose searches are bounded by a
+    ``limit`` and read a few pages of trees, it would cost memory for
+    trees no search asks for.
+    """
+    search.warm(conn)
+    if search.provider_count(conn) > WARM_PROVIDERS:
+        return []
+    names = search.check_names(conn, [])
+    trees = Loader(conn, names.classes, kept).trees({search.EVERYONE: []})
+    kept.read_every_tree()
+    return trees

@@ -538,6 +538,11 @@ def warm(conn: sa.engine.Connection) -> None:
             fetch(conn, kind, nothing)
 
 
+def provider_count(conn: sa.engine.Connection) -> int:
+    """How many providers the database holds."""
+    return conn.execute(sa.select(sa.func.count()).select_from(_RP)).scalar_one()
+
+
 def _remember(key: tuple[Any, ...], sql: str) -> None:
     if len(_SQL) > 512:
         _SQL.clear()
