@@ -22,6 +22,7 @@ sockets too), or where there is no fork.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import pickle
@@ -137,8 +138,25 @@ def _connect(db: Database, warm: Callable[[sa.engine.Connection], None] | None) 
         with db.engine.connect() as conn:
             if warm is not None:
                 warm(conn)
+                _give_back_freed_memory()
     except Exception as exc:  # the first request meets it again, and answers
         LOG.warning("Could not connect to the database at start: %s", exc)
+
+
+def _give_back_freed_memory() -> None:
+    """Return to the system what the start-up thread allocated and freed.
+
+    glibc gives each thread its own arena of memory, and what ``warm``
+    freed in this thread's (rows read, texts parsed: several MB on a
+    deployment of 10,000 providers) is never used by requests, served in
+    the main thread: a worker that read every tree at start peaked 1.6 MB
+    higher on its first search than one that did not, 0.6 MB with this.
+    Nothing to do on another C library."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 def _forget_engine_in_children(db: Database) -> None:
