@@ -31,6 +31,7 @@ import re
 from placement.kept import Texts
 from placement.objects import candidates
 from placement.objects.candidates import summary, trees
+from placement.rendering import joined
 
 DICT_ALLOCATIONS_SINCE = (1, 12)
 TRAITS_SINCE = (1, 17)
@@ -62,8 +63,8 @@ def body(found: candidates.Candidates, version: tuple[int, int],
         writer = _SummaryWriter(quoted, requested, version)
         summaries = [writer.text(p).encode()
                      for p in summary.providers_shown(found)]
-    return [b'{"allocation_requests": [', b", ".join(requests),
-            b'], "provider_summaries": {', b", ".join(summaries), b"}}"]
+    return [b'{"allocation_requests": [', *joined(requests),
+            b'], "provider_summaries": {', *joined(summaries), b"}}"]
 
 
 def _request_texts(found: candidates.Candidates, quoted: _UuidTexts,

@@ -14,6 +14,7 @@ from typing import Any
 from placement.kept import Texts
 from placement.objects import provider_filter
 from placement.objects import resource_provider as rp_obj
+from placement.rendering import joined
 from placement.routes import provider_url
 
 # The links a provider shows, by the microversion that added each.
@@ -106,5 +107,5 @@ def listed_body(listed: list[provider_filter.ListedProvider],
         for i, text in zip(missing, fresh, strict=True):
             encoded = written[i] = text.encode()
             texts.put(listed[i].key, shape, encoded)
-    return [b'{"resource_providers": [', b", ".join(written),  # type: ignore[arg-type]
+    return [b'{"resource_providers": [', *joined(written),  # type: ignore[arg-type]
             b"]}"]

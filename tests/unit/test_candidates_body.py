@@ -19,6 +19,7 @@ from placement.objects import candidates
 from placement.objects.candidates import assemble, reuse, summary
 from placement.objects.candidates.trees import Forest, Provider, TraitSet, Tree
 from placement.query import CandidateQuery
+from placement import rendering as placement_rendering
 from placement.rendering import allocation_candidates as rendering
 from tests.unit.candidate_trees import forest, forest_of, gpu_groups, group, inv, wide_hosts
 
@@ -254,3 +255,12 @@ def test_the_uuids_written_come_from_the_trees_written() -> None:
     found = ANSWERS["granular, sharing"]()
     written(found, (1, 39))
     assert "providers" not in vars(found.forest)
+
+
+def test_a_large_answer_is_written_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = ANSWERS["nested, same class in two groups"]()
+    whole = written(found, (1, 39))
+    monkeypatch.setattr(placement_rendering, "PART_SIZE", 64)
+    parts = rendering.body(found, (1, 39), Texts())
+    assert len(parts) > 5
+    assert b"".join(parts) == whole
