@@ -17,9 +17,12 @@ change (a scheduler asks again and again about the same hosts, and each
 claim changes one).  So each worker keeps, per database engine, one
 :class:`Kept` (:func:`of`), which the application hands to the candidate
 search and to the provider list with every request
-(``RequestContext.kept``).  :data:`NOTHING` keeps nothing: searches
-through it read and work out everything afresh, and give the same answers
-byte for byte (``tests/functional/test_kept_changes_nothing.py``).
+(``RequestContext.kept``).  On a deployment small enough, a worker also
+fills its store with every tree as it starts, through the same reading
+a search does (:func:`placement.app.warm`).  :data:`NOTHING` keeps
+nothing: searches through it read and work out everything afresh, and
+give the same answers byte for byte
+(``tests/functional/test_kept_changes_nothing.py``).
 
 Words
 -----
