@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from placement import app, wsgi
+from placement import kept as kept_store
 from placement.db import migration, startup, tables
 from placement.objects.candidates import search
 from placement.db.api import Database
@@ -117,6 +118,8 @@ def test_a_worker_warms_its_connection_with_the_search_statements(
         [(kind, by) for kind, by in search._TEMPLATES if by != search.EVERYONE]
         + [("states", search.EVERYONE)])
     assert all(rows == [] and not any(params.values()) for _kind, params, rows in ran)
+    # Nothing read: the worker knows no more of the trees than before.
+    assert not kept_store.of(pooled_db.engine).reads_everyone(frozenset({"VCPU"}))
 
 
 def test_a_database_down_at_start_holds_nothing_up(

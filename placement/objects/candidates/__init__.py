@@ -144,10 +144,11 @@ def warm(conn: sa.engine.Connection, kept: Kept) -> list[Tree]:
     ``limit`` and read a few pages of trees, it would cost memory for
     trees no search asks for.
     """
-    search.warm(conn)
+    names = search.warm(conn)
     if search.provider_count(conn) > WARM_PROVIDERS:
         return []
-    names = search.check_names(conn, [])
     trees = Loader(conn, names.classes, kept).trees({search.EVERYONE: []})
-    kept.read_every_tree()
+    if trees:
+        # An empty store tells nothing of the trees made later.
+        kept.read_every_tree()
     return trees

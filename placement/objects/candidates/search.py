@@ -523,19 +523,21 @@ def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
     return db_api.raw_rows(conn, sql)
 
 
-def warm(conn: sa.engine.Connection) -> None:
+def warm(conn: sa.engine.Connection) -> Names:
     """Run the search's statements once over no providers, on a worker's
     connection as it starts: the first search on a PostgreSQL connection
     otherwise pays for what the server loads about the tables, indexes
     and functions they use (about 1.5 ms of a first answer for 1,000
-    flat hosts).  Reads nothing but the class names, keeps nothing."""
-    check_names(conn, [])
+    flat hosts).  Reads nothing but the class names, which it returns,
+    and keeps nothing."""
+    names = check_names(conn, [])
     for kind, by in _TEMPLATES:
         if by != EVERYONE:
             nothing: dict[str, list[int]] = {by: []}
             if kind == ENTRIES_AND_USAGE:
                 nothing[USAGE_OF] = []
             fetch(conn, kind, nothing)
+    return names
 
 
 def provider_count(conn: sa.engine.Connection) -> int:
