@@ -61,6 +61,49 @@ def test_a_changed_tree_is_judged_again_and_the_others_are_not() -> None:
     assert kept[3].combinations == ()
 
 
+@pytest.mark.parametrize("free_before, free_after", [
+    (4, 2),     # a claim on host 2 left room for the 2 VCPU asked
+    (2, 4),     # a removal freed some
+])
+def test_a_tree_whose_usage_alone_changed_with_room_left_keeps_its_list(
+        free_before: int, free_after: int) -> None:
+    trees = hosts(4, free_before)
+    store = QueryCandidates()
+    kept = store.of("query")
+    first = chosen(trees, kept)
+    rebuilt = store._counts["rebuild", "candidate_list"]
+    claimed = [trees[0], hosts(4, free_after)[1]]
+    again = chosen(claimed, kept)
+    assert store._counts["rebuild", "candidate_list"] == rebuilt
+    assert kept[2].trees == (claimed[1],)
+    assert kept[2].combinations is first[1][0].combinations
+    # The summaries come from the new tree: its list names it.
+    assert again[1][0].trees_used(again[1][1]) == (claimed[1],)
+
+
+@pytest.mark.parametrize("free_after, changed", [
+    (1, {}),                    # less room left than the 2 VCPU asked
+    (4, {"reserved": 1}),       # the inventory changed, not only usage
+    (4, {"traits": {"HW_CPU_X86_AVX2"}}),
+])
+def test_a_tree_changed_otherwise_is_judged_again(free_after: int,
+                                                  changed: dict[str, Any]) -> None:
+    trees = hosts(4, 4)
+    store = QueryCandidates()
+    kept = store.of("query")
+    chosen(trees, kept)
+    rebuilt = store._counts["rebuild", "candidate_list"]
+    other = forest((1, None, {"VCPU": inv(4)}),
+                   (2, None, {"VCPU": inv(4, used=4 - free_after,
+                                          reserved=changed.get("reserved", 0))},
+                    changed.get("traits", set()))).trees
+    again = chosen([trees[0], other[2]], kept)
+    assert store._counts["rebuild", "candidate_list"] == rebuilt + 1
+    every = list(assemble.Assembler(Forest([trees[0], other[2]]), VCPU_QUERY)
+                 .generate(assemble.DEPTH_FIRST))
+    assert [listed.combinations[i] for listed, i in again] == every
+
+
 def test_lists_of_another_tree_object_are_not_reused() -> None:
     # Equal content, another object: the loader would not hand out two
     # objects for one state, so identity is what counts.
@@ -293,8 +336,10 @@ def test_a_list_is_moved_to_a_pool_whose_usage_alone_changed_if_room_is_left() -
         item[0].combinations[item[1]] for item in first]
     # The summaries of an answer come from the trees its lists name.
     assert {t.root_id: t for i in again for t in i[0].trees_used(i[1])}[9] is claimed
-    # Only the pool's own list (a changed tree) was built again.
-    assert store._counts["rebuild", "candidate_list"] == rebuilt + 1
+    # Nothing was built again: the pool's own list (no candidates: it has
+    # no VCPU) moved to its new tree too.
+    assert store._counts["rebuild", "candidate_list"] == rebuilt
+    assert kept[9].trees == (claimed,)
 
 
 @pytest.mark.parametrize("pool_used, pool_total", [

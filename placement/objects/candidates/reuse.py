@@ -13,9 +13,12 @@ traits, aggregates and places, all of which their state rows say
 candidates of each tree together with the :class:`.trees.Tree` objects
 they came from.  A later search of the same query takes them as they are
 for every tree whose own and serving trees are still those very objects,
-and builds the others; a scheduler's claim changes one tree (and, when a
-sharing provider gave to it, the trees it serves), so its next search
-builds that many.
+or differ from them in nothing but usage that leaves room for all the
+query asks (:meth:`_Builder._moved_to`), and builds the others.  A
+scheduler's claim changes one tree (and, when a sharing provider gave to
+it, the trees it serves) mostly in usage alone: its next search builds
+only the lists of trees it left too full for the query, or whose
+inventories, traits, aggregates or places changed.
 
 Only the first :data:`KEPT_PER_TREE` candidates of a tree are kept; a
 search needing more of a tree with more builds it again.  A kept list
@@ -182,7 +185,9 @@ class _Builder:
 
     def reusable(self, tree: Tree) -> CandidateList | None:
         """The tree's kept list if it holds: complete, and built from the
-        very trees its candidates depend on now (:meth:`sources`)."""
+        very trees its candidates depend on now (:meth:`sources`), or
+        from trees that differ from them in usage alone, with room left
+        (:meth:`_moved_to`)."""
         listed: CandidateList | None = self.kept.get(tree.root_id)
         if listed is None or not listed.complete:
             return None
@@ -190,9 +195,8 @@ class _Builder:
         # Trees define no equality of their own: the very same objects
         # are what counts.  Most trees were and are served by no sharing
         # provider: that is told without working out their sources.
-        if built_from[0] is not tree:
-            return None
-        if len(built_from) == 1 and tree.aggregates.isdisjoint(self._sharing_aggregates):
+        if (built_from[0] is tree and len(built_from) == 1
+                and tree.aggregates.isdisjoint(self._sharing_aggregates)):
             return listed
         sources = self.sources(tree)
         if built_from == sources:
@@ -202,14 +206,17 @@ class _Builder:
     def _moved_to(self, tree: Tree, listed: CandidateList,
                   sources: tuple[Tree, ...]) -> CandidateList | None:
         """The tree's kept list again, built from ``sources`` instead, if
-        the serving trees among them differ from those it was built from
-        in nothing but usage that leaves room for the whole query.
+        they differ from the trees it was built from (the anchor's own
+        and those of the sharing providers serving it) in nothing but
+        usage that leaves room for the whole query.
 
-        A claim served by a sharing provider (a disk pool) changes the
-        pool's tree, and with it the sources of every tree the pool
-        serves: their lists would all be built again though the pool can
-        still give what the query asks, and gives to the same
-        candidates.  Usage enters a search only through
+        A claim changes the tree it claims from (and a pool's tree, when
+        a sharing provider gave to it, and with it the sources of every
+        tree the pool serves): their lists would all be built again
+        though each can still give what the query asks, and gives to the
+        same candidates (most of a busy cloud's trees are between the
+        lists of one query and its next: six in ten under the churn of
+        ``benchmarks``).  Usage enters a search only through
         :meth:`.trees.Inventory.fits` and :meth:`.trees.Inventory.holds`,
         and no candidate takes more of a class from one provider than the
         query asks of it in all; where that much still fits over the old
@@ -224,7 +231,7 @@ class _Builder:
         if asked is None:
             asked = self._asked = _asked_in_all(self.query)
         compared = self._only_usage
-        for before, now in zip(built_from[1:], sources[1:], strict=True):
+        for before, now in zip(built_from, sources, strict=True):
             if before is now:
                 continue
             pair = (before.key, now.key)
@@ -339,9 +346,6 @@ def _asked_in_all(query: CandidateQuery) -> dict[str, int]:
     return asked
 
 
-_USED = operator.attrgetter("used")
-
-
 def _only_usage_moved(before: Tree, now: Tree, asked: dict[str, int]) -> bool:
     """Whether ``now`` is ``before`` but for usage, and every inventory
     whose usage moved has room for all the query asks of its class
@@ -364,8 +368,9 @@ def _only_usage_moved(before: Tree, now: Tree, asked: dict[str, int]) -> bool:
             # Room for the whole amount over the larger usage means room
             # for any part of it over either (Inventory.has_room computes
             # as fits and holds do, so floats round alike).
-            elif (was._replace(used=is_.used) != is_
-                  or not max(was, is_, key=_USED).has_room(asked.get(name, 0))):
+            # (``used`` is an inventory's last field.)
+            elif (was[:-1] != is_[:-1]
+                  or not (was if was.used > is_.used else is_).has_room(asked.get(name, 0))):
                 return False
     return True
 
