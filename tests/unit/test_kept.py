@@ -275,3 +275,15 @@ def test_whether_sharing_providers_took_part_is_kept_per_set_of_classes() -> Non
     assert not cache.shares(disk)
     provider_cache.NOTHING.reached(disk, 10, sharing=True)
     assert not provider_cache.NOTHING.shares(disk)
+
+
+def test_pages_pay_while_the_bound_is_small_next_to_the_reach() -> None:
+    cache = provider_cache.Kept()
+    vcpu = frozenset({"VCPU"})
+    # Nothing known of the classes' reach: pages, as a first search does.
+    assert cache.pages_pay(vcpu, 1000)
+    cache.reached(vcpu, 1000)
+    assert cache.pages_pay(vcpu, 125)       # 8 x 125 = 1,000
+    assert not cache.pages_pay(vcpu, 126)
+    assert not cache.pages_pay(vcpu, 1000)
+    assert provider_cache.NOTHING.pages_pay(vcpu, 1000)

@@ -76,13 +76,13 @@ def find(ctx: RequestContext, query: CandidateQuery, *, limit: int | None = None
     searches (:data:`placement.kept.NOTHING` to keep nothing).
     """
     limit = query.limit if limit is None else limit
-    first_only = _takes_first(randomize, strategy, limit, max_candidates)
+    bound = _first_only(randomize, strategy, limit, max_candidates)
     with ctx.db.reader() as conn:
         # Read: the trees that may take part, through the worker's memory
         # (``kept`` enters the search here and nowhere else); a batch at a
         # time when the answer takes the first few candidates.
-        source = QueryTrees(conn, query, nested, kept, bounded=first_only)
-        batches = source.batches() if first_only else [source.relevant_trees()]
+        source = QueryTrees(conn, query, nested, kept, bound=bound)
+        batches = source.batches() if bound is not None else [source.relevant_trees()]
         # Compute: the candidates of each batch, as the worker kept them
         # for unchanged trees, lazily.
         stream = itertools.chain.from_iterable(
@@ -98,13 +98,16 @@ def find(ctx: RequestContext, query: CandidateQuery, *, limit: int | None = None
     return found
 
 
-def _takes_first(randomize: bool, strategy: str, limit: int | None,
-                 max_candidates: int) -> bool:
-    """Whether the answer is the first candidates, depth first, up to a
-    bound: then trees can be read a batch at a time, as candidates are
-    needed (shuffling needs them all, breadth-first visits every tree)."""
-    return (not randomize and strategy == assemble.DEPTH_FIRST
-            and (limit is not None or assemble.generation_bound(max_candidates) is not None))
+def _first_only(randomize: bool, strategy: str, limit: int | None,
+                max_candidates: int) -> int | None:
+    """How many candidates the answer takes at most, when they are the
+    first ones, depth first: then trees can be read a batch at a time, as
+    candidates are needed (shuffling needs them all, breadth-first visits
+    every tree).  None otherwise."""
+    if randomize or strategy != assemble.DEPTH_FIRST:
+        return None
+    bounds = [b for b in (limit, assemble.generation_bound(max_candidates)) if b is not None]
+    return min(bounds) if bounds else None
 
 
 def _answer(chosen: list[Item], query: CandidateQuery) -> Candidates:

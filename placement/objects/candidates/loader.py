@@ -65,12 +65,15 @@ class QueryTrees:
     """
 
     def __init__(self, conn: sa.engine.Connection, query: CandidateQuery,
-                 nested: bool, kept: Kept, bounded: bool = False) -> None:
+                 nested: bool, kept: Kept, bound: int | None = None) -> None:
         wanted = frozenset(query.resource_class_names)
-        # A bounded search may read its trees a batch at a time unless
-        # sharing providers may take part (or took part in the last search
-        # for these classes: asking again would likely cost for nothing).
-        may_batch = bounded and bool(wanted) and not kept.shares(wanted)
+        # A search taking at most ``bound`` candidates may read its trees a
+        # batch at a time unless sharing providers may take part (or took
+        # part in the last search for these classes: asking again would
+        # likely cost for nothing), or the bound is large next to how far
+        # the classes reach (Kept.pages_pay).
+        may_batch = (bound is not None and bool(wanted) and not kept.shares(wanted)
+                     and kept.pages_pay(wanted, bound))
         names = search.check_names(conn, sorted(_trait_names(query)),
                                    sorted(wanted) if may_batch else None)
         classes = names.classes
