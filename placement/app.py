@@ -235,4 +235,4 @@ def warm(conn: sa.engine.Connection) -> None:
     (:func:`placement.objects.candidates.warm`) and the summaries of each
     written, so its first search finds them ready."""
     kept = kept_store.of(conn.engine)
-    candidates_rendering.keep_tree_summaries(candidates.warm(conn, kept), kept.texts)
+    candidates_rendering.keep_tree_summaries(candidates.warm(conn, kept))

@@ -76,4 +76,4 @@ def _search_and_render(req: PlacementRequest,
             "Invalid resource class in resources parameter: %s" % exc) from None
     except exceptions.TraitNotFound as exc:
         raise errors.BadRequest(str(exc)) from None
-    return rendering.body(found, req.version, req.ctx.kept.texts)
+    return rendering.body(found, req.version)

@@ -55,9 +55,10 @@ key
     provider, an inventory dict), handed out once per process
     (:func:`placement.kept.keys.new_key`).
 text
-    what a response wrote for a kept object, kept under the object's key
-    and its *shape* (what else the text depends on: the microversion's
-    features, the mount point) in :class:`Texts`.
+    what a response wrote for a kept object: a listed provider's, under
+    its key and its *shape* (what else the text depends on: the
+    microversion's features, the mount point) in :class:`Texts`; a tree
+    and a candidate list hold their own, and are gone with them.
 
 Why using what is kept is safe
 ------------------------------

@@ -56,8 +56,8 @@ MAX_QUERIES = 256
 PAGES_PAY_BELOW = 8
 # Distinct aggregate sets kept.
 MAX_AGGREGATE_SETS = 10_000
-# Objects whose texts are kept beyond the objects kept (texts of trees,
-# lists and providers since replaced): past it the texts start again.
+# Listed providers whose texts are kept beyond those kept (texts of
+# providers since replaced): past it the texts start again.
 SPARE_TEXTS = 4096
 
 
@@ -190,8 +190,6 @@ class Kept:
         before = self.trees.get(tree.root_id)
         self._tree_providers += len(tree.providers) - (
             len(before.providers) if before is not None else 0)
-        if before is not None:
-            self._texts.forget(before.key)
         if self._tree_providers > MAX_ENTRIES:
             self._drop_trees()
             self._tree_providers = len(tree.providers)
@@ -229,11 +227,11 @@ class Kept:
 
     @property
     def texts(self) -> Texts:
-        """The texts responses wrote for kept objects, to read and add to;
-        started again when they are held for many more objects than are
-        kept (replaced candidate lists and providers leave theirs behind)."""
-        if len(self._texts) > SPARE_TEXTS + 2 * (
-                len(self.trees) + self.candidates.lists + len(self._listed)):
+        """The texts responses wrote for kept listed providers, to read and
+        add to; started again when they are held for many more providers
+        than are kept (replaced ones leave theirs behind).  Trees and
+        candidate lists hold their own."""
+        if len(self._texts) > SPARE_TEXTS + 2 * len(self._listed):
             self._texts = Texts()
         return self._texts
 

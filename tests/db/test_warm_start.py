@@ -13,7 +13,6 @@ from placement import app
 from placement import kept as kept_store
 from placement.db.api import Database
 from placement.objects import candidates
-from placement.rendering import allocation_candidates as rendering
 from tests.functional import inprocess
 from tests.functional.inprocess import send
 
@@ -81,8 +80,7 @@ def test_a_started_worker_holds_every_tree_and_its_summaries(
     served, keeping_nothing, db = deployment
     kept = _start(db)
     assert len(kept.trees) == 3
-    assert all(kept.texts.get(tree.key, rendering._TREE_SUMMARIES) is not None
-               for tree in kept.trees.values())
+    assert all(tree.summaries is not None for tree in kept.trees.values())
     held = dict(kept.trees)
     built_before = kept.counts["rebuild", "tree"]
     body = _answers_alike(served, keeping_nothing, "1.39")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from placement import microversion
-from placement.kept import NOTHING, Kept, Texts
+from placement.kept import NOTHING, Kept
 from placement.objects import candidates
 from placement.objects.candidates import assemble, reuse, summary
 from placement.objects.candidates.trees import Forest, Provider, TraitSet, Tree
@@ -87,9 +87,8 @@ def document(found: candidates.Candidates, version: tuple[int, int]) -> dict[str
     return {"allocation_requests": requests, "provider_summaries": summaries}
 
 
-def written(found: candidates.Candidates, version: tuple[int, int],
-            texts: Texts | None = None) -> bytes:
-    return b"".join(rendering.body(found, version, Texts() if texts is None else texts))
+def written(found: candidates.Candidates, version: tuple[int, int]) -> bytes:
+    return b"".join(rendering.body(found, version))
 
 
 def query(*groups: Any, **fields: Any) -> CandidateQuery:
@@ -172,38 +171,29 @@ def test_the_answers_are_not_trivial() -> None:
 
 def test_kept_texts_are_what_the_next_answer_writes() -> None:
     found = ANSWERS["nested, granular, isolated"]()
-    texts = Texts()
-    first = written(found, (1, 39), texts)
-    assert len(texts) == len(found.forest.trees)
+    first = written(found, (1, 39))
+    assert all(tree.summaries for tree in summary.trees_shown(found))
     assert all(listed.texts for listed, _ in found.chosen)
     # What is kept for an object is used as it is: plant a text for the
     # first tree and the first list.
     tree = summary.trees_shown(found)[0]
     listed, index = found.chosen[0]
     shape = listed.texts
-    texts.put(tree.key, rendering._TREE_SUMMARIES, b'"kept": {}')
+    tree.summaries = b'"kept": {}'
     listed.texts = {key: tuple(b'{"kept": %d}' % i
                                for i in range(len(listed.combinations)))
                     for key in shape}
-    again = written(found, (1, 39), texts)
+    again = written(found, (1, 39))
     assert b'"kept": {}' in again and b'{"kept": %d}' % index in again
     assert again != first
     # Requests of another shape are written on their own (summaries look
     # the same from 1.29 on).
-    requests = written(found, (1, 33), texts).split(b'"provider_summaries"')[0]
+    requests = written(found, (1, 33)).split(b'"provider_summaries"')[0]
     assert requests == written(found, (1, 33)).split(b'"provider_summaries"')[0]
-    # The same tree content under another object (another key) is written
-    # afresh, not taken for the kept one.
+    # The same tree content under another object is written afresh, not
+    # taken for the kept one.
     copy = Tree(tree.providers)
-    assert copy.key != tree.key
-    assert texts.get(copy.key, rendering._TREE_SUMMARIES) is None
-
-
-def test_nothing_keeps_no_text() -> None:
-    found = ANSWERS["flat"]()
-    texts = NOTHING.texts
-    assert written(found, (1, 39), texts) == written(found, (1, 39))
-    assert len(NOTHING.texts) == 0
+    assert copy.summaries is None
 
 
 def test_a_list_kept_for_queries_alike_is_written_with_each_query_s_suffixes() -> None:
@@ -212,7 +202,6 @@ def test_a_list_kept_for_queries_alike_is_written_with_each_query_s_suffixes() -
     # under one query's suffixes must not answer the other.
     hosts = list(wide_hosts(1).trees.values())
     kept = Kept()
-    texts = Texts()
     bodies = []
     for suffix in ("1", "2"):
         numbered = query(group(resources={"VCPU": 1}),
@@ -222,7 +211,7 @@ def test_a_list_kept_for_queries_alike_is_written_with_each_query_s_suffixes() -
             reuse.candidates(hosts, numbered, True, lists, assemble.DEPTH_FIRST),
             limit=None, randomize=False, max_candidates=-1)
         found = candidates._answer(chosen, numbered)
-        bodies.append((found, written(found, (1, 39), texts)))
+        bodies.append((found, written(found, (1, 39))))
     (first, first_body), (second, second_body) = bodies
     assert second.chosen[0][0] is first.chosen[0][0]          # one list kept
     assert second_body == json.dumps(document(second, (1, 39))).encode()
@@ -261,6 +250,6 @@ def test_a_large_answer_is_written_in_parts(monkeypatch: pytest.MonkeyPatch) -> 
     found = ANSWERS["nested, same class in two groups"]()
     whole = written(found, (1, 39))
     monkeypatch.setattr(placement_rendering, "PART_SIZE", 64)
-    parts = rendering.body(found, (1, 39), Texts())
+    parts = rendering.body(found, (1, 39))
     assert len(parts) > 5
     assert b"".join(parts) == whole

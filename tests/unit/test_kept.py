@@ -226,32 +226,15 @@ def test_like_entries_share_an_inventory_key() -> None:
     assert first.inventory_key != second.inventory_key
 
 
-def test_a_replaced_tree_takes_its_texts_along() -> None:
-    cache = provider_cache.Kept()
-    old, other = tree(1, 2), tree(3)
-    cache.put_tree(old)
-    cache.put_tree(other)
-    cache.texts.put(old.key, "shape", b"old text")
-    cache.texts.put(other.key, "shape", b"other text")
-    new = tree(1, 2)
-    cache.put_tree(new)
-    assert cache.texts.get(old.key, "shape") is None
-    assert cache.texts.get(new.key, "shape") is None
-    assert cache.texts.get(other.key, "shape") == b"other text"
-
-
-def test_texts_of_many_objects_no_longer_kept_start_again(
+def test_texts_of_many_providers_no_longer_kept_start_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provider_cache, "SPARE_TEXTS", 3)
     cache = provider_cache.Kept()
-    kept = tree(1)
-    cache.put_tree(kept)
-    cache.texts.put(kept.key, "shape", b"text")
-    for key in range(-1, -5, -1):   # texts of four lists gone since
+    for key in range(1, 4):     # texts of three providers gone since
         cache.texts.put(key, "shape", b"gone")
-    assert cache.texts.get(kept.key, "shape") == b"text"   # 5 <= 3 + 2 * 1
-    cache.texts.put(-5, "shape", b"gone")
-    assert cache.texts.get(kept.key, "shape") is None       # 6 > 3 + 2 * 1
+    assert cache.texts.get(1, "shape") == b"gone"      # 3 <= 3 + 2 * 0
+    cache.texts.put(4, "shape", b"gone")
+    assert cache.texts.get(1, "shape") is None         # 4 > 3 + 2 * 0
 
 
 def test_texts_keep_each_shape_of_an_object() -> None:

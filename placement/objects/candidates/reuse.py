@@ -83,6 +83,26 @@ class CandidateList:
         # changed, and gone with the list.
         self.texts: dict[Hashable, tuple[bytes, ...]] | None = None
 
+    def moved_to(self, trees: tuple[Tree, ...]) -> CandidateList:
+        """This kept list's candidates and texts, built from ``trees``
+        instead: trees that differ from :attr:`trees`, position by
+        position, in usage alone (see :meth:`_Builder._moved_to`), so that
+        which providers share, and which trees each candidate takes from,
+        are the same but for the objects."""
+        moved = CandidateList.__new__(CandidateList)
+        moved.trees = trees
+        moved.combinations = self.combinations
+        moved.complete = self.complete
+        moved.kept = True
+        moved.sharing_alone = self.sharing_alone
+        if self.used is None:
+            moved.used = None
+        else:
+            now = {id(before): after for before, after in zip(self.trees, trees, strict=True)}
+            moved.used = tuple([tuple([now[id(tree)] for tree in used]) for used in self.used])
+        moved.texts = self.texts
+        return moved
+
     def trees_used(self, index: int) -> tuple[Tree, ...]:
         """The trees candidate ``index`` takes providers from."""
         return self.trees[:1] if self.used is None else self.used[index]
@@ -240,10 +260,7 @@ class _Builder:
                 same = compared[pair] = _only_usage_moved(before, now, asked)
             if not same:
                 return None
-        moved = CandidateList(sources, listed.combinations, complete=True, kept=True,
-                              used=_used(sources, listed.combinations))
-        moved.texts = listed.texts
-        return self.kept.keep(tree.root_id, moved, rebuilt=False)
+        return self.kept.keep(tree.root_id, listed.moved_to(sources), rebuilt=False)
 
     def streams(self, seen: set[Combination] | None = None) -> Iterator[Iterator[Item]]:
         """The candidates of each tree in turn, as items: a kept list's as

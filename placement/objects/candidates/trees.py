@@ -137,12 +137,15 @@ class Tree:
     and compares the next read of it with ``state``; while they are equal,
     the tree and whatever was derived from it still hold (see
     :mod:`placement.kept`).  Trees may thus be shared by searches and are
-    never changed once made.  ``key`` (:func:`placement.kept.keys.new_key`)
-    names this very tree: what a response wrote for it is kept under it.
+    never changed once made, but for ``summaries``: the provider
+    summaries' text a response wrote for the tree (the same for every
+    query from microversion 1.29), set once when first written, gone with
+    the tree.  ``key`` (:func:`placement.kept.keys.new_key`) names this
+    very tree.
     """
 
     __slots__ = ("root_id", "providers", "state", "classes", "sharing", "aggregates",
-                 "key")
+                 "key", "summaries")
 
     def __init__(self, providers: Iterable[Provider], state: Any = None) -> None:
         self.state = state
@@ -170,6 +173,7 @@ class Tree:
             _CLASS_SETS.clear()
         self.classes = _CLASS_SETS.setdefault(classes, classes)
         self.key = new_key()
+        self.summaries: bytes | None = None
 
 
 _CLASS_SETS: dict[frozenset[str], frozenset[str]] = {}
