@@ -10,7 +10,7 @@ import collections
 import itertools
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Hashable, NamedTuple
 
 import sqlalchemy as sa
 
@@ -91,13 +91,6 @@ class Texts:
         """What was put for ``key`` and ``shape``, else None."""
         shapes = self._by_key.get(key)
         return None if shapes is None else shapes.get(shape)
-
-    def get_each(self, keys: Iterable[int], shape: Hashable) -> list[Any]:
-        """:meth:`get` of each of ``keys`` (a response's hundreds of
-        trees, without a call each)."""
-        by_key = self._by_key
-        return [None if (shapes := by_key.get(key)) is None else shapes.get(shape)
-                for key in keys]
 
     def put(self, key: int, shape: Hashable, value: Any) -> None:
         shapes = self._by_key.get(key)
