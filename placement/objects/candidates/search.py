@@ -207,22 +207,32 @@ def _states(roots: Any) -> Any:
                   _RP.c.root_provider_id, _RP.c.uuid,
                   sa.func.coalesce(_REMOVALS.c.removals, 0).label("removals"))
         .outerjoin(_REMOVALS, _REMOVALS.c.resource_provider_id == _RP.c.id))
-    if roots is not None:
-        chosen_rows = chosen_rows.where(_RP.c.root_provider_id.in_(roots))
-    chosen = chosen_rows.cte("chosen")
+    chosen: Any
+    members: Any
+    if roots is None:
+        # Every provider: the table is read twice rather than the rows
+        # materialised once and scanned twice, which cost PostgreSQL a
+        # fifth more (2.9 against 2.3 ms for the 801 providers of the churn
+        # benchmark, read by every search at limit 1000).
+        chosen, members = chosen_rows.subquery("chosen"), _RP
+    else:
+        chosen = members = (chosen_rows.where(_RP.c.root_provider_id.in_(roots))
+                            .cte("chosen"))
 
     def text(column: Any) -> Any:
         return sa.cast(column, sa.String)
 
     root = chosen.c.root_provider_id
+    member_root = members.c.root_provider_id
     items = sa.union_all(
         sa.select(root.label("root"), (
             text(root) + " p " + text(chosen.c.id) + " " + text(chosen.c.generation)
             + " " + sa.func.coalesce(text(chosen.c.parent_provider_id), "") + " "
             + chosen.c.uuid + " " + text(chosen.c.removals)).label("item")),
-        sa.select(root, text(root) + " a " + text(_RP_AGGS.c.resource_provider_id)
+        sa.select(member_root, text(member_root) + " a "
+                  + text(_RP_AGGS.c.resource_provider_id)
                   + " " + text(_RP_AGGS.c.aggregate_id))
-        .join(chosen, chosen.c.id == _RP_AGGS.c.resource_provider_id),
+        .join(members, members.c.id == _RP_AGGS.c.resource_provider_id),
     ).subquery("items")
     bucket = items.c.root - items.c.root % BUCKET
     return (
