@@ -210,10 +210,10 @@ def _states(roots: Any) -> Any:
     chosen: Any
     members: Any
     if roots is None:
-        # Every provider: the table is read twice rather than the rows
-        # materialised once and scanned twice, which cost PostgreSQL a
-        # fifth more (2.9 against 2.3 ms for the 801 providers of the churn
-        # benchmark, read by every search at limit 1000).
+        # Every provider: the table is read in each branch rather than the
+        # rows materialised once and scanned twice, which cost PostgreSQL a
+        # fifth more (2.95 against 2.40 ms a search for the 801 providers of
+        # the churn benchmark, whose every search at limit 1000 reads this).
         chosen, members = chosen_rows.subquery("chosen"), _RP
     else:
         chosen = members = (chosen_rows.where(_RP.c.root_provider_id.in_(roots))
