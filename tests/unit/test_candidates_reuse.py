@@ -342,6 +342,53 @@ def test_a_list_is_moved_to_a_pool_whose_usage_alone_changed_if_room_is_left() -
     assert kept[9].trees == (claimed,)
 
 
+def test_queries_sharing_a_list_move_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two queries (a flavor pinned to the host's zone and not, say) keep
+    # the host's list as one object; after the pool's usage moved, the
+    # first to ask compares the trees and moves the list, the second takes
+    # that very moved list without comparing anything.
+    host, pool = _host_and_pool(pool_used=10)
+    store = QueryCandidates()
+    first, second = store.of("first"), store.of("second")
+    chosen([host, pool], first, DISK_QUERY)
+    chosen([host, pool], second, DISK_QUERY)
+    assert first[1] is second[1]
+    compared: list[tuple[Tree, Tree]] = []
+    real = reuse._only_usage_moved
+
+    def counting(before: Tree, now: Tree, asked: dict[str, int]) -> bool:
+        compared.append((before, now))
+        return real(before, now, asked)
+
+    monkeypatch.setattr(reuse, "_only_usage_moved", counting)
+    claimed = _host_and_pool(pool_used=70)[1]
+    rebuilt = store._counts["rebuild", "candidate_list"]
+    answer = chosen([host, claimed], first, DISK_QUERY)
+    assert compared and first[1].trees == (host, claimed)
+    compared.clear()
+    assert chosen([host, claimed], second, DISK_QUERY) == answer
+    assert compared == [] and second[1] is first[1] and second[9] is first[9]
+    assert store._counts["rebuild", "candidate_list"] == rebuilt
+
+
+def test_a_move_that_failed_is_not_tried_again_by_a_sharing_query() -> None:
+    # The pool left too full for what is asked: the first query builds the
+    # host's list again; the second, which shared the old list, builds too
+    # and gets the same candidates as a search keeping nothing.
+    host, pool = _host_and_pool(pool_used=10)
+    store = QueryCandidates()
+    first, second = store.of("first"), store.of("second")
+    chosen([host, pool], first, DISK_QUERY)
+    chosen([host, pool], second, DISK_QUERY)
+    full = _host_and_pool(pool_used=75)[1]
+    every = list(assemble.Assembler(Forest([host, full]), DISK_QUERY)
+                 .generate(assemble.DEPTH_FIRST))
+    for kept in (first, second):
+        again = chosen([host, full], kept, DISK_QUERY)
+        assert [listed.combinations[i] for listed, i in again] == every
+    assert second[1].trees == (host, full)
+
+
 @pytest.mark.parametrize("pool_used, pool_total", [
     (71, 100),    # 29 GB left: less than the 30 asked, the checks may differ
     (10, 120),    # inventory changed, not only usage

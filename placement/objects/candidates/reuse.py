@@ -20,6 +20,9 @@ it, the trees it serves) mostly in usage alone: its next search builds
 only the lists of trees it left too full for the query, or whose
 inventories, traits, aggregates or places changed.
 
+Lists that several queries share are moved to new trees once for all of
+them (:attr:`CandidateList.moves`).
+
 Only the first :data:`KEPT_PER_TREE` candidates of a tree are kept; a
 search needing more of a tree with more builds it again.  A kept list
 holds the JSON texts responses wrote for it (:attr:`CandidateList.texts`).
@@ -35,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import operator
+import weakref
 from typing import Hashable, Iterator, Sequence
 
 from placement.objects.candidates.assemble import DEPTH_FIRST, Assembler, merge
@@ -67,7 +71,7 @@ class CandidateList:
     """
 
     __slots__ = ("trees", "combinations", "complete", "kept", "used", "sharing_alone",
-                 "texts", "__weakref__")
+                 "texts", "moves", "__weakref__")
 
     def __init__(self, trees: tuple[Tree, ...], combinations: tuple[Combination, ...],
                  complete: bool = True, kept: bool = False,
@@ -82,6 +86,10 @@ class CandidateList:
         # :mod:`placement.rendering.allocation_candidates`): replaced, never
         # changed, and gone with the list.
         self.texts: dict[Hashable, tuple[bytes, ...]] | None = None
+        # What moving this kept list to other trees gave (see
+        # :meth:`_Builder._moved_to`), by those trees and what the query
+        # asks: the queries sharing the list move it once.
+        self.moves: dict[Hashable, weakref.ref[CandidateList] | None] | None = None
 
     def moved_to(self, trees: tuple[Tree, ...]) -> CandidateList:
         """This kept list's candidates and texts, built from ``trees``
@@ -101,6 +109,7 @@ class CandidateList:
             now = {id(before): after for before, after in zip(self.trees, trees, strict=True)}
             moved.used = tuple([tuple([now[id(tree)] for tree in used]) for used in self.used])
         moved.texts = self.texts
+        moved.moves = None
         return moved
 
     def trees_used(self, index: int) -> tuple[Tree, ...]:
@@ -143,6 +152,11 @@ def candidates(trees: Sequence[Tree], query: CandidateQuery, nested: bool,
     return items
 
 
+# Moves a kept list remembers (CandidateList.moves): the trees of a list
+# change one after the other, and the queries sharing the list ask at
+# other times.
+MOVES_PER_LIST = 4
+
 # Trees built by the first assembler of a search; each next one builds
 # twice as many.
 FIRST_BUILT = 4
@@ -178,6 +192,7 @@ class _Builder:
         # read one differs only in usage with room left: a pool serves
         # many trees, and is compared once (_moved_to).
         self._asked: dict[str, int] | None = None
+        self._asked_key: tuple[tuple[str, int], ...] = ()
         self._only_usage: dict[tuple[int, int], bool] = {}
 
     @property
@@ -250,7 +265,25 @@ class _Builder:
         asked = self._asked
         if asked is None:
             asked = self._asked = _asked_in_all(self.query)
+            self._asked_key = tuple(sorted(asked.items()))
+        # Whether it moves, and the list it moves to, follow from the
+        # list, the trees and what is asked alone: a list that several
+        # queries share (a host's list for a flavor, pinned to the host's
+        # zone or not) is compared and moved by the first of them to ask.
+        # Trees by their keys and the moved list by a weak reference, so
+        # that an old list keeps nothing newer alive.
+        moves = listed.moves
+        move = (tuple([source.key for source in sources]), self._asked_key)
+        if moves is not None and move in moves:
+            ref = moves[move]
+            if ref is None:
+                return None
+            moved: CandidateList | None = ref()
+            if moved is not None:
+                self.kept[tree.root_id] = moved
+                return moved
         compared = self._only_usage
+        result: CandidateList | None = None
         for before, now in zip(built_from, sources, strict=True):
             if before is now:
                 continue
@@ -259,8 +292,16 @@ class _Builder:
             if same is None:
                 same = compared[pair] = _only_usage_moved(before, now, asked)
             if not same:
-                return None
-        return self.kept.keep(tree.root_id, listed.moved_to(sources), rebuilt=False)
+                break
+        else:
+            result = self.kept.keep(tree.root_id, listed.moved_to(sources), rebuilt=False)
+        ref = None if result is None else weakref.ref(result)
+        if moves is None or len(moves) >= MOVES_PER_LIST:
+            # One assignment: another thread sees the old moves or the new.
+            listed.moves = {move: ref}
+        else:
+            moves[move] = ref
+        return result
 
     def streams(self, seen: set[Combination] | None = None) -> Iterator[Iterator[Item]]:
         """The candidates of each tree in turn, as items: a kept list's as
