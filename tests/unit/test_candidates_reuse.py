@@ -371,10 +371,12 @@ def test_queries_sharing_a_list_move_it_once(monkeypatch: pytest.MonkeyPatch) ->
     assert store._counts["rebuild", "candidate_list"] == rebuilt
 
 
-def test_a_move_that_failed_is_not_tried_again_by_a_sharing_query() -> None:
-    # The pool left too full for what is asked: the first query builds the
-    # host's list again; the second, which shared the old list, builds too
-    # and gets the same candidates as a search keeping nothing.
+def test_a_move_that_failed_is_not_tried_again_by_a_sharing_query(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pool left too full for what is asked: the first query compares
+    # and builds the host's list again; the second, which shared the old
+    # list, builds too without comparing again, and both get the same
+    # candidates as a search keeping nothing.
     host, pool = _host_and_pool(pool_used=10)
     store = QueryCandidates()
     first, second = store.of("first"), store.of("second")
@@ -383,9 +385,20 @@ def test_a_move_that_failed_is_not_tried_again_by_a_sharing_query() -> None:
     full = _host_and_pool(pool_used=75)[1]
     every = list(assemble.Assembler(Forest([host, full]), DISK_QUERY)
                  .generate(assemble.DEPTH_FIRST))
+    compared: list[int] = []
+    real = reuse._only_usage_moved
+
+    def counting(before: Tree, now: Tree, asked: dict[str, int]) -> bool:
+        compared.append(now.root_id)
+        return real(before, now, asked)
+
+    monkeypatch.setattr(reuse, "_only_usage_moved", counting)
+    counts = []
     for kept in (first, second):
         again = chosen([host, full], kept, DISK_QUERY)
         assert [listed.combinations[i] for listed, i in again] == every
+        counts.append(len(compared))
+    assert counts[0] > 0 and counts[1] == counts[0]
     assert second[1].trees == (host, full)
 
 
