@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 
 import sqlalchemy as sa
 from oslo_config import cfg
-from oslo_middleware import cors, http_proxy_to_wsgi, request_id
+from oslo_middleware import cors, http_proxy_to_wsgi
 
 from placement import errors, policy
 from placement.context import RequestContext
@@ -25,6 +25,7 @@ from placement.middleware import (
     fault,
     microversion,
     noauth,
+    request_id,
     request_log,
 )
 from placement.middleware.errors import VERSION_ENVIRON, error_response

@@ -248,3 +248,42 @@ def test_a_refused_database_password_is_never_logged() -> None:
     text = "\n".join(lines)
     assert "Access denied" in text  # the refusal itself was logged
     assert wrong not in text and right not in text
+
+
+def test_a_callers_request_id_is_logged_as_the_global_id(
+        noauth_app: tuple[Any, Any]) -> None:
+    conf, application = noauth_app
+    theirs = "req-%s" % uuid.uuid4()
+    with captured_logs(conf) as lines:
+        resp = call(application, "/", **{"X-Openstack-Request-Id": theirs})
+        again = call(application, "/", **{"X-Openstack-Request-Id": theirs})
+    ours = resp.headers["x-openstack-request-id"]
+    # The response carries the service's own id, new for every request.
+    assert ours.startswith("req-") and ours != theirs
+    assert again.headers["x-openstack-request-id"] not in (ours, theirs)
+    first, second = request_lines(lines)
+    # oslo.log's context format: "[<global id> <request id> ...]".
+    assert "[%s %s " % (theirs, ours) in first
+    assert theirs in second
+
+
+@pytest.mark.parametrize("sent", ["req-not-a-uuid", "%s" % uuid.uuid4(),
+                                  "req-%s" % str(uuid.uuid4()).upper()])
+def test_an_id_of_another_form_is_not_taken(noauth_app: tuple[Any, Any],
+                                            sent: str) -> None:
+    conf, application = noauth_app
+    with captured_logs(conf) as lines:
+        resp = call(application, "/", **{"X-Openstack-Request-Id": sent})
+    [line] = request_lines(lines)
+    assert sent not in line
+    assert "[None %s " % resp.headers["x-openstack-request-id"] in line
+
+
+def test_an_error_response_carries_one_request_id(noauth_app: tuple[Any, Any]) -> None:
+    _conf, application = noauth_app
+    resp = call(application, "/resource_providers/%s" % uuid.uuid4(),
+                **{"X-Auth-Token": "admin", "X-Roles": "admin"})
+    assert resp.status_int == 404
+    ids = [value for name, value in resp.headerlist
+           if name.lower() == "x-openstack-request-id"]
+    assert ids == [resp.json["errors"][0]["request_id"]]
