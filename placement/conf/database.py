@@ -36,8 +36,8 @@ OPTS = [
         "prepared_statements",
         default=True,
         help="PostgreSQL: run the statements a worker repeats as server-side "
-        "prepared statements, parsed (and, for most, planned) once per "
-        "connection instead of at every execution. Set to false when "
+        "prepared statements, parsed and planned once per connection "
+        "(on generic plans) instead of at every execution. Set to false when "
         "placement reaches PostgreSQL through a pooler that shares server "
         "sessions between clients (pgbouncer in transaction or statement "
         "mode): a prepared statement lives in one server session. Other "

@@ -607,6 +607,14 @@ def _prepare_repeated(engine: sa.engine.Engine) -> None:
         preparer.execute(cursor, statement, parameters)
         return True
 
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, record):  # type: ignore[no-untyped-def]
+        prepared.use_generic_plans(dbapi_conn)
+
+    # oslo.db pooled a connection to test the URL before the listener
+    # existed: dropped, so that every connection has the setting.
+    engine.dispose()
+
 
 @functools.cache
 def _lock_statement(with_xid: bool) -> sa.Select[Any]:

@@ -206,3 +206,29 @@ def test_a_long_text_is_not_prepared(db: Database) -> None:
         with db.reader() as conn:
             assert db_api.raw_rows(conn, sql) == [(2,)]
             assert not [text for text in _prepared(conn) if "100000" in text]
+
+
+def _plan_mode(conn: sa.engine.Connection) -> str:
+    return str(conn.exec_driver_sql("SHOW plan_cache_mode").scalar())
+
+
+def test_prepared_statements_run_on_generic_plans_on_every_connection(
+        db: Database) -> None:
+    # Two connections at once: the pool's first and a new one.
+    with db.reader() as first, db.writer() as second:
+        assert _plan_mode(first) == _plan_mode(second) == "force_generic_plan"
+    # A writer that rolls back leaves the setting as it was.
+    with pytest.raises(RuntimeError):
+        with db.writer() as conn:
+            conn.execute(sa.update(_RP).values(generation=_RP.c.generation + 1))
+            raise RuntimeError("refused")
+    for _ in range(3):
+        with db.reader() as conn:
+            assert _plan_mode(conn) == "force_generic_plan"
+
+
+def test_without_prepared_statements_plans_are_postgresql_s_default() -> None:
+    for database in _database(prepared_statements=False):
+        with database.reader() as conn:
+            assert _plan_mode(conn) == "auto"
+
