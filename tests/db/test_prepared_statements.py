@@ -232,3 +232,26 @@ def test_without_prepared_statements_plans_are_postgresql_s_default() -> None:
         with database.reader() as conn:
             assert _plan_mode(conn) == "auto"
 
+
+def test_a_search_reads_changed_providers_through_one_prepared_text(db: Database) -> None:
+    from placement.objects.candidates import search
+
+    with db.writer() as conn:
+        conn.execute(tables.inventories.insert(), [
+            {"resource_provider_id": rp, "resource_class_id": 0, "total": 8 * rp,
+             "reserved": 0, "min_unit": 1, "max_unit": 8, "step_size": 1,
+             "allocation_ratio": 1.0, "created_at": _NOW} for rp in (1, 2, 3)])
+    every = [[1], [2], [3], [1, 3]] * 2
+    with db.reader() as conn:
+        read = [sorted(row[:3] for row in search.fetch(
+            conn, search.ENTRIES_AND_USAGE,
+            {"provider_ids": ids, search.USAGE_OF: ids})) for ids in every]
+        many = search.fetch(conn, "entries", {"provider_ids": list(range(1, 100))})
+        prepared = _prepared(conn)
+    assert read[:4] == [[(1, 0, 8)], [(2, 0, 16)], [(3, 0, 24)], [(1, 0, 8), (3, 0, 24)]]
+    assert read[4:] == read[:4]
+    assert sorted(row[:3] for row in many) == [(1, 0, 8), (2, 0, 16), (3, 0, 24)]
+    # One text for every list of ids up to ARRAY_LONGEST; longer lists are
+    # written into texts of their own, which are not prepared.
+    assert len([text for text in prepared if "= ANY(" in text]) == 1
+    assert not [text for text in prepared if "IN (1, 2," in text]
