@@ -110,9 +110,11 @@ def use_generic_plans(dbapi_conn: Any) -> None:
     seldom was (estimates for a list of ids assume ten of them), so most
     executions were planned afresh: a search reading the entries of one
     changed provider took 0.28 ms so and 0.17 ms on its generic plan
-    (alone, in a loop), and the churn workload at limit 1000 used a
-    seventh less of the database's CPU per scheduled instance (2.82 to
-    2.45 ms).  Our statements look rows up by ids and uuids through their
+    (alone, in a loop); with the search's entries read by array
+    parameters (``objects/candidates/search.py``), the churn workload at
+    limit 1000 used about 8 % less of the database's CPU per scheduled
+    instance (2.72-2.79 to 2.52-2.55 ms, runs alternating with the code
+    before both).  Our statements look rows up by ids and uuids through their
     indexes, which a plan for any values does as well; the statements of
     the candidate search write their ids into their texts and have no
     parameters, so their plans are made for what they ask either way.
