@@ -103,9 +103,6 @@ class Texts:
         self._by_key.pop(key, None)
 
 
-# A search's requested (class id, amount) pairs, sorted, each once.
-Pairs = tuple[tuple[int, int], ...]
-
 # A provider's usage: (class id, used) pairs, sorted.
 Usage = tuple[tuple[int, int], ...]
 
@@ -144,10 +141,6 @@ class Kept:
         # Whether every tree was read as the worker started (see
         # read_every_tree).
         self._whole = False
-        # Per (class id, amount) pairs of bounded searches: where the
-        # first tree they fitted in was at the last one, with the trees
-        # below it found full (see first_fitting).
-        self._first_fitting: dict[Pairs, tuple[int, dict[int, Tree]]] = {}
         self._texts = Texts()
 
     def get(self, provider_id: int, generation: int, uuid: str) -> Entry | None:
@@ -215,7 +208,6 @@ class Kept:
 
     def _drop_trees(self) -> None:
         self.trees, self._buckets = {}, {}
-        self._first_fitting = {}
         self._whole = False
         self._tree_providers = 0
         self.candidates.clear()
@@ -317,31 +309,6 @@ class Kept:
         """Providers of the kept trees holding any of these classes."""
         return sum([len(tree.providers) for tree in self.trees.values()
                     if not classes.isdisjoint(tree.classes)])
-
-    def first_fitting(self, pairs: Pairs) -> tuple[int, dict[int, Tree]] | None:
-        """Where the last bounded search for these (class id, amount)
-        pairs found the first tree they fit in: its root id, and the trees
-        below it found full then, by root id (a tree of the same root
-        being that very object is as full now, rule 7).  None if unknown.
-
-        Claims fill hosts in the order searches list them, so the trees
-        below the first that fitted last time are most likely full still:
-        the next search reads their states with its first page and judges
-        them itself, rather than have the database sum the usage of each
-        again (a tree's state costs it a tenth as much).  In the claims
-        workload of the benchmarks (100 hosts filled in order) the first
-        page took PostgreSQL from 0.30 ms with every host empty to 0.84 at
-        the end; run alternately with the code before, the database's CPU
-        per claim fell from 1.74-1.80 to 1.57-1.59 ms."""
-        return self._first_fitting.get(pairs)
-
-    def found_first_fitting(self, pairs: Pairs, root_id: int,
-                            full: dict[int, Tree]) -> None:
-        """A bounded search for ``pairs`` found them fitting first in the
-        tree of ``root_id``, and the trees of ``full`` below it full."""
-        if len(self._first_fitting) >= MAX_QUERIES:
-            self._first_fitting = {}
-        self._first_fitting[pairs] = (root_id, full)
 
     def read_every_tree(self) -> None:
         """Every tree was just read into this store, as a worker starts
@@ -525,13 +492,6 @@ class _Nothing(Kept):
 
     def pages_pay(self, classes: frozenset[str], bound: int) -> bool:
         return True
-
-    def first_fitting(self, pairs: Pairs) -> tuple[int, dict[int, Tree]] | None:
-        return None
-
-    def found_first_fitting(self, pairs: Pairs, root_id: int,
-                            full: dict[int, Tree]) -> None:
-        pass
 
     def read_every_tree(self) -> None:
         pass

@@ -46,10 +46,9 @@ def pages(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     asked: list[int] = []
     fitting = search.fitting_states
 
-    def counted(conn: Any, amounts: Any, count: int, after: int | None = None,
-                below: bool = False) -> Any:
+    def counted(conn: Any, amounts: Any, count: int, after: int | None = None) -> Any:
         asked.append(count)
-        return fitting(conn, amounts, count, after, below)
+        return fitting(conn, amounts, count, after)
 
     monkeypatch.setattr(search, "fitting_states", counted)
     return asked
@@ -73,77 +72,3 @@ def test_a_large_limit_reads_every_state_and_answers_alike(
     assert pages
     assert answer.body == alike.body
     assert len(answer.json["allocation_requests"]) == min(limit, HOSTS - 1)
-
-
-@pytest.fixture
-def starts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
-    """What the searches asked the database for, in turn: ("page", the
-    root it started after) or ("page and below", that root, up to which
-    every tree's state was read too)."""
-    asked: list[tuple[str, Any]] = []
-    fitting = search.fitting_states
-
-    def page(conn: Any, amounts: Any, count: int, after: int | None = None,
-             below: bool = False) -> Any:
-        asked.append(("page and below" if below else "page", after))
-        return fitting(conn, amounts, count, after, below)
-
-    monkeypatch.setattr(search, "fitting_states", page)
-    return asked
-
-
-def test_full_trees_below_the_first_fitting_one_are_judged_by_the_worker(
-        cloud: tuple[Any, Any, Database], starts: list[tuple[str, Any]]) -> None:
-    """Claims fill the hosts in the order a search lists them; a search
-    then reads the states of the trees below the first one that fitted
-    last time and judges them itself, and answers as a worker keeping
-    nothing does, whatever frees or adds room below that tree."""
-    served, keeping_nothing, _db = cloud
-    query = QUERY % 1
-
-    def first_host() -> str:
-        answer = send(served, "GET", query, version="1.39")
-        assert answer.status_int == 200
-        assert answer.body == send(keeping_nothing, "GET", query, version="1.39").body
-        (request,) = answer.json["allocation_requests"]
-        (host,) = request["allocations"]
-        return str(host)
-
-    def claim(host: str, consumer: str) -> None:
-        assert send(served, "PUT", "/allocations/" + consumer, {
-            "allocations": {host: {"resources": {"VCPU": 1, "MEMORY_MB": 64}}},
-            "consumer_generation": None, "project_id": "p", "user_id": "u",
-        }, version="1.28").status_int == 204
-
-    hosts = []
-    consumers: dict[str, list[str]] = {}
-    for n in range(12):
-        host = first_host()
-        hosts.append(host)
-        consumer = "c1a10000-0000-4000-8000-%012d" % n
-        consumers.setdefault(host, []).append(consumer)
-        claim(host, consumer)
-    first, second, third = sorted(set(hosts))
-    assert hosts == [first] * 4 + [second] * 4 + [third] * 4
-    del starts[:]
-    fourth = first_host()
-    assert fourth > third
-    # The first page starts at the tree that fitted first last time (the
-    # third host's, found full now by the database), the trees below it
-    # judged by the worker; the worker keeping nothing starts at the first.
-    assert starts == [("page and below", starts[0][1]), ("page", None)]
-    assert starts[0][1] is not None
-
-    # One claim on the second host deleted: room below the first fitting tree.
-    assert send(served, "DELETE", "/allocations/" + consumers[second][0]).status_int == 204
-    assert first_host() == second
-    claim(second, "c1a10000-0000-4000-8000-000000000099")
-    assert first_host() == fourth
-
-    # More VCPU on the first host, a generation bump below the start.
-    inventories = send(served, "GET", "/resource_providers/%s/inventories" % first).json
-    assert send(served, "PUT", "/resource_providers/%s/inventories" % first, {
-        "resource_provider_generation": inventories["resource_provider_generation"],
-        "inventories": {"VCPU": {"total": 5}, "MEMORY_MB": {"total": 1024}},
-    }).status_int == 200
-    assert first_host() == first

@@ -18,9 +18,7 @@ text per bucket of trees, :mod:`.search`) and turns each into a
 
 A bounded search (a ``limit``, no sharing provider) reads which trees
 fit and their states in one query, a page at a time
-(:meth:`Loader.fitting_trees`); its first page starts at the tree that
-fitted first at the last such search, the trees before it read by their
-states and judged here (:meth:`placement.kept.Kept.first_fitting`).
+(:meth:`Loader.fitting_trees`).
 
 When the last search for the same classes found them in most trees, the
 state of every tree is read instead of asking the database to narrow
@@ -105,57 +103,14 @@ class QueryTrees:
         if not self._batched:
             yield self.relevant_trees()
             return
-        pairs = tuple(sorted(set(self._amounts)))
-        kept = self.loader.cache
-        known = kept.first_fitting(pairs)
         size = FIRST_BATCH
-        full: dict[int, Tree] = {}
-        if known is None:
-            trees = page = self.loader.fitting_trees(self._amounts, size)
-        else:
-            # The first page from the tree that fitted first last time,
-            # with the states of the trees before it, judged here.
-            start, full_before = known
-            read = self.loader.fitting_trees(self._amounts, size, start - 1, below=True)
-            page = [tree for tree in read if tree.root_id >= start]
-            trees = self._fitting(read[:len(read) - len(page)], full_before, full) + page
-        if trees:
-            kept.found_first_fitting(pairs, trees[0].root_id, full)
+        trees = self.loader.fitting_trees(self._amounts, size)
         while trees:
             yield trees
-            if len(page) < size:
+            if len(trees) < size:
                 return
             size *= 2
-            trees = page = self.loader.fitting_trees(self._amounts, size, trees[-1].root_id)
-
-    def _fitting(self, trees: list[Tree], full_before: dict[int, Tree],
-                 full: dict[int, Tree]) -> list[Tree]:
-        """Those of ``trees`` where every requested amount fits on some
-        provider, judged here as the database judges them (though exactly,
-        see ``capacity._RATIO_SLACK``), but for the very trees
-        ``full_before`` holds, which are full; each tree found full goes
-        into ``full``."""
-        wanted = [(self.loader.class_name(class_id), amount)
-                  for class_id, amount in set(self._amounts)]
-        fitting = []
-        for tree in trees:
-            if full_before.get(tree.root_id) is not tree and _fits_each(tree, wanted):
-                fitting.append(tree)
-            else:
-                full[tree.root_id] = tree
-        return fitting
-
-
-def _fits_each(tree: Tree, wanted: list[tuple[str, int]]) -> bool:
-    """Whether each (class name, amount) fits on some provider of ``tree``."""
-    for name, amount in wanted:
-        for provider in tree.providers:
-            inventory = provider.inventories.get(name)
-            if inventory is not None and inventory.fits(amount):
-                break
-        else:
-            return False
-    return True
+            trees = self.loader.fitting_trees(self._amounts, size, trees[-1].root_id)
 
 
 def _trait_names(query: CandidateQuery) -> set[str]:
@@ -237,12 +192,11 @@ class Loader:
         return trees
 
     def fitting_trees(self, amounts: Sequence[tuple[int, int]], count: int,
-                      after: int | None = None, below: bool = False) -> list[Tree]:
+                      after: int | None = None) -> list[Tree]:
         """The first ``count`` trees (after root ``after``) where each
-        ``(class id, amount)`` fits on some provider, in root id order, and
-        with ``below`` every tree up to root ``after`` before them (see
+        ``(class id, amount)`` fits on some provider, in root id order (see
         :func:`.search.fitting_states`)."""
-        return self._trees(search.fitting_states(self.conn, amounts, count, after, below))
+        return self._trees(search.fitting_states(self.conn, amounts, count, after))
 
     def trees(self, params: dict[str, list[int]]) -> list[Tree]:
         """The trees ``params`` names (see :func:`.search.fetch`), in root id

@@ -20,9 +20,7 @@
 5. Or, when the answer is bounded (``limit``), :func:`fitting_states`
    reads the states of the next batch of trees where every requested
    amount fits somewhere (in place of 2.; on PostgreSQL in one statement,
-   elsewhere in two), until enough candidates are found; the first page
-   from where the last one started, with the states of the trees before
-   it (the worker judges those, :meth:`placement.kept.Kept.first_fitting`).
+   elsewhere in two), until enough candidates are found.
 
 Everything else (which provider serves which group, combinations, limits)
 happens in memory in :mod:`.assemble`.
@@ -109,21 +107,17 @@ def _names_statement(with_sharing: bool) -> sa.CompoundSelect:
     return sa.union_all(*parts)
 
 
-def _roots(by: str) -> Any:
+def _roots(by_class: bool) -> Any:
     """The trees to read: a subquery of the roots of the trees having
-    inventory of any class of the ``class_ids`` parameter, of the roots
-    at or below the one root of the BELOW parameter, or the ``root_ids``
-    parameter itself.
+    inventory of any class of the ``class_ids`` parameter, or the
+    ``root_ids`` parameter itself.
 
     Capacity is checked in memory, where the inventories are needed anyway
     for the summaries: the database only narrows the search to trees that
     may play a part.
     """
-    if by == "root_ids":
+    if not by_class:
         return sa.bindparam("root_ids", expanding=True)
-    if by == BELOW:
-        return _roots_to(sa.bindparam(BELOW))
-    assert by == "class_ids", by
     holder = _RP.alias("holder")
     holder_inventory = _INV.alias("holder_inventory")
     return (
@@ -135,22 +129,14 @@ def _roots(by: str) -> Any:
     )
 
 
-def _roots_to(last: Any) -> sa.Select[Any]:
-    """The roots up to ``last``, itself included."""
-    return sa.select(_RP.c.id).where(_RP.c.id == _RP.c.root_provider_id, _RP.c.id <= last)
-
-
 # fetch's parameter for statements over every provider.
 EVERYONE = "everyone"
-# fetch's parameter for the states of the trees whose roots are at or
-# below the one root id it lists (see fitting_states).
-BELOW = "roots_below"
 
 
 def _statement(kind: str, by: str) -> Any:
     """The statements of the search, compiled once per dialect into text
     (:func:`_template`).  ``by`` names the parameter saying which
-    providers: ``class_ids``, ``root_ids``, BELOW or ``provider_ids``, or
+    providers: ``class_ids``, ``root_ids`` or ``provider_ids``, or
     EVERYONE; or, for the uuids of aggregates, ``aggregate_ids``."""
     if kind == "entries":
         assert by == "provider_ids", by
@@ -166,7 +152,7 @@ def _statement(kind: str, by: str) -> Any:
         # The trees' providers named once, for the three branches: the
         # database reads the list of roots once rather than three times.
         providers = (sa.select(_RP.c.id)
-                     .where(_RP.c.root_provider_id.in_(_roots("root_ids")))
+                     .where(_RP.c.root_provider_id.in_(_roots(False)))
                      .cte("providers"))
         return _trees_entries(sa.select(providers.c.id))
     if kind == "usage":
@@ -175,7 +161,7 @@ def _statement(kind: str, by: str) -> Any:
         return sa.select(_AGGS.c.id, _AGGS.c.uuid).where(
             _AGGS.c.id.in_(sa.bindparam(by, expanding=True)))
     assert kind == "states", kind
-    return _states(None if by == EVERYONE else _roots(by))
+    return _states(None if by == EVERYONE else _roots(by == "class_ids"))
 
 
 # The fields of a provider's state (see parse_states).
@@ -485,8 +471,7 @@ _SQL: dict[tuple[Any, ...], str] = {}
 _IDS = -7193820564
 
 # Every (kind, parameter) fetch is called with, for prepare.
-_TEMPLATES = [("states", "class_ids"), ("states", "root_ids"), ("states", BELOW),
-              ("states", EVERYONE),
+_TEMPLATES = [("states", "class_ids"), ("states", "root_ids"), ("states", EVERYONE),
               (TREES_ENTRIES, "root_ids"), (TREES_ENTRIES, EVERYONE),
               (ENTRIES_AND_USAGE, "provider_ids"), ("entries", "provider_ids"),
               ("usage", "provider_ids"), ("aggregates", "aggregate_ids")]
@@ -514,7 +499,7 @@ def _template(dialect: sa.engine.Dialect, kind: str, by: str) -> str:
         statement = _statement(kind, by)
         if by == EVERYONE:
             return statement
-        values: dict[str, Any] = {by: _IDS if by == BELOW else [_IDS]}
+        values = {by: [_IDS]}
         if (kind, by) == (ENTRIES_AND_USAGE, "provider_ids"):
             values[USAGE_OF] = [_USAGE_IDS]
         return statement.params(values)
@@ -544,8 +529,6 @@ def fetch(conn: sa.engine.Connection, kind: str, params: dict[str, list[int]]
         return db_api.raw_rows(conn, _array_template(conn.dialect, kind),
                                {name: [int(i) for i in ids] for name, ids in params.items()})
     sql = _template(conn.dialect, kind, by)
-    if by == BELOW and params[by]:
-        return db_api.raw_rows(conn, *_with_root(conn.dialect, sql, params[by][0]))
     for name, ids in params.items():
         if name != EVERYONE:
             # An empty list matches nothing, as SQLAlchemy writes it.
@@ -614,16 +597,13 @@ def _remember(key: tuple[Any, ...], sql: str) -> None:
 
 def fitting_states(conn: sa.engine.Connection,
                    amounts: Sequence[tuple[int, int]], count: int,
-                   after: int | None = None, below: bool = False
-                   ) -> list[tuple[Any, ...]]:
+                   after: int | None = None) -> list[tuple[Any, ...]]:
     """The states (as ``states`` rows, see :func:`_states`) of the first
     ``count`` trees (after root ``after``, when given) where each
     requested (class id, amount) fits on some provider, in root order:
     which trees, and what they are now, in one round trip.  Only for a
     search no sharing provider can take part in (:func:`check_names`
-    tells).  With ``below``, the states of every tree up to root
-    ``after`` too, in the same rows (see
-    :meth:`placement.kept.Kept.first_fitting`).
+    tells).
 
     Without sharing providers every allocation of a candidate comes from
     its own tree, so a tree failing this test has no candidate: full
@@ -635,47 +615,18 @@ def fitting_states(conn: sa.engine.Connection,
     """
     pairs = tuple(sorted(set(amounts)))
     together = conn.dialect.name == "postgresql"
-    if after is None:
-        below = False
-    sql = _compiled(conn.dialect, ("fitting", together, after is None, below, *pairs),
-                    lambda: _fitting(pairs, after is None, together, below))
+    sql = _compiled(conn.dialect, ("fitting", together, after is None, *pairs),
+                    lambda: _fitting(pairs, after is None, together))
     sql = sql.replace(str(_PAGE), str(int(count)))
-    rows = db_api.raw_rows(conn, *_with_root(conn.dialect, sql, after))
+    if after is not None:
+        sql = sql.replace(str(_IDS), str(int(after)))
+    rows = db_api.raw_rows(conn, sql)
     if together:
         return rows
     # Elsewhere the page first, then its states: MariaDB ran the page
     # inside the states statement slower than the two apart (4.6 ms
     # against 1.8 + 1.3 in the claims workload).
-    states = fetch(conn, "states", {"root_ids": [row[0] for row in rows]})
-    if not below or after is None:
-        return states
-    return _one_row_per_bucket(states + fetch(conn, "states", {BELOW: [after]}))
-
-
-def _one_row_per_bucket(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """``states`` rows of two reads, a bucket's items in one row, as one
-    read would have given them."""
-    merged: dict[int, tuple[int, str]] = {}
-    for bucket, count, text in rows:
-        if bucket in merged:
-            before_count, before_text = merged[bucket]
-            count, text = before_count + count, before_text + ";" + text
-        merged[bucket] = (count, text)
-    return [(bucket, count, text) for bucket, (count, text) in merged.items()]
-
-
-def _with_root(dialect: sa.engine.Dialect, sql: str, root_id: int | None
-               ) -> tuple[str, dict[str, int] | None]:
-    """``sql`` with root ``root_id`` in place of ``_IDS`` (unless None),
-    and its parameters: on PostgreSQL as a parameter, so that the text
-    repeats and runs prepared as the root moves (written into the text,
-    each new root cost it a new plan and, on a busy worker, another
-    prepared statement's place), elsewhere written in."""
-    if root_id is None:
-        return sql, None
-    if dialect.name == "postgresql":
-        return sql.replace(str(_IDS), "%(root)s"), {"root": int(root_id)}
-    return sql.replace(str(_IDS), str(int(root_id))), None
+    return fetch(conn, "states", {"root_ids": [row[0] for row in rows]})
 
 
 def _compiled(dialect: sa.engine.Dialect, key: tuple[Any, ...],
@@ -700,12 +651,11 @@ _PAGE = -7193820565
 _USAGE_IDS = -7193820566
 
 
-def _fitting(pairs: tuple[tuple[int, int], ...], first_page: bool, with_states: bool,
-             below: bool = False) -> Any:
+def _fitting(pairs: tuple[tuple[int, int], ...], first_page: bool, with_states: bool
+             ) -> Any:
     """The root ids of the trees where ``pairs`` fit, the first _PAGE of
     them in order, after root _IDS unless this is the ``first_page``; or,
-    ``with_states`` (PostgreSQL), the states of those trees, and with
-    ``below`` of every tree up to root _IDS as well.
+    ``with_states`` (PostgreSQL), the states of those trees.
 
     There the page is a materialised common table expression, computed
     once: PostgreSQL estimates it at one row whatever it holds, and might
@@ -718,7 +668,4 @@ def _fitting(pairs: tuple[tuple[int, int], ...], first_page: bool, with_states: 
     if not with_states:
         return page
     once = page.cte("page").prefix_with("MATERIALIZED", dialect="postgresql")
-    chosen: Any = sa.select(once.c[0])
-    if below:
-        chosen = sa.union_all(chosen, _roots_to(_IDS))
-    return _states(chosen)
+    return _states(sa.select(once.c[0]))
