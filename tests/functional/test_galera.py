@@ -358,7 +358,8 @@ def test_a_node_killed_and_rejoined_under_load_loses_no_write(
     for claimer in victims:
         assert 503 in claimer.statuses, "the dead node's server never noticed"
         assert claimer.claims_in.get("after"), (
-            "the rejoined node takes no claim: %s" % claimer.statuses_in)
+            "the rejoined node takes no claim: %s; its server's log ends:\n%s" % (
+                claimer.statuses_in, api[2].output()[-3000:]))
     claimed = {c: rp for claimer in claimers for c, rp in claimer.claimed.items()}
     unknown = {c: rp for claimer in claimers for c, rp in claimer.unknown.items()}
     # The rejoined node and its server have every write.
