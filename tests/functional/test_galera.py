@@ -367,8 +367,11 @@ def test_a_node_killed_and_rejoined_under_load_loses_no_write(
         assert 503 in claimer.statuses, "the dead node's server never noticed"
         assert claimer.claims_in.get("after"), (
             "the rejoined node takes no claim: %s; longest claim by phase "
-            "sent in (s): %s; its server's log ends:\n%s" % (
-                claimer.statuses_in, claimer.slowest, api[2].output()[-3000:]))
+            "sent in (s): %s; every claimer's (the dead node's are 3rd and 6th): %s; "
+            "its server's log ends:\n%s" % (
+                claimer.statuses_in, claimer.slowest,
+                [(c.statuses_in, c.slowest) for c in claimers],
+                api[2].output()[-3000:]))
     claimed = {c: rp for claimer in claimers for c, rp in claimer.claimed.items()}
     unknown = {c: rp for claimer in claimers for c, rp in claimer.unknown.items()}
     # The rejoined node and its server have every write.
