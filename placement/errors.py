@@ -92,7 +92,8 @@ class MethodNotAllowed(ApiError):
                  detail: str = "The method specified is not allowed for this resource."
                  ) -> None:
         super().__init__(
-            detail, headers={"Allow": ", ".join(allowed)} if allowed else None)
+            # Lower case, as Placement writes it.
+            detail, headers={"allow": ", ".join(allowed)} if allowed else None)
 
 
 class NotAcceptable(ApiError):

@@ -116,9 +116,16 @@ def negotiate(headers: Mapping[str, str]) -> Version:
 HEADER_ENVIRON = "HTTP_OPENSTACK_API_VERSION"
 
 
+# The names of the version headers of a response, in lower case as
+# OpenStack Placement writes them (names are case-insensitive, but clients
+# and tools that compare responses byte for byte see the difference).
+RESPONSE_HEADER = HEADER.lower()
+VARY = "vary"
+
+
 def response_headers(version: Version) -> dict[str, str]:
     """Headers every response carries once a version is known."""
     return {
-        HEADER: "%s %s" % (SERVICE_TYPE, format_version(version)),
-        "Vary": HEADER.lower(),
+        RESPONSE_HEADER: "%s %s" % (SERVICE_TYPE, format_version(version)),
+        VARY: RESPONSE_HEADER,
     }

@@ -28,7 +28,7 @@ from typing import Any
 
 import webob
 
-from placement import errors, exceptions, policies, responses
+from placement import errors, exceptions, microversion, policies, responses
 from placement.handlers import capacity_page
 from placement.metrics import capacity
 from placement.objects import capacity as capacity_obj
@@ -62,8 +62,8 @@ def show_capacity(req: PlacementRequest) -> webob.Response:
         resp.content_type = "text/html"
     else:
         resp = responses.json(req, render_capacity(report, asked, trees))
-    resp.headers["Vary"] = ", ".join(
-        [v for v in (resp.headers.get("Vary"), "Accept") if v])
+    resp.headers[microversion.VARY] = ", ".join(
+        [v for v in (resp.headers.get(microversion.VARY), "Accept") if v])
     resp.headers["Cache-Control"] = "no-cache"
     return resp
 

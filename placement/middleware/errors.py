@@ -51,7 +51,7 @@ def error_response(environ: dict[str, Any], exc: errors.ApiError) -> webob.Respo
     if version is not None:
         headers = microversion.response_headers(version)
         if not exc.vary:
-            del headers["Vary"]
+            del headers[microversion.VARY]
         resp.headers.update(headers)
     # oslo.middleware's RequestId adds this header on the way out, but an
     # exception that escapes to the fault barrier has already passed it.

@@ -37,7 +37,7 @@ class MicroversionMiddleware:
             # Errors set their own version headers (some without Vary, see
             # errors.ApiError); other responses get them here.
             names = {name.lower() for name, _ in headers}
-            if microversion.HEADER.lower() not in names:
+            if microversion.RESPONSE_HEADER not in names:
                 headers = list(headers) + extra
             return start_response(status, headers, exc_info)
 

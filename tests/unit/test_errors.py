@@ -73,7 +73,7 @@ def test_error_keeps_code_headers_and_extra() -> None:
 def test_method_not_allowed_lists_allow() -> None:
     exc = errors.MethodNotAllowed(["GET", "POST"])
     assert exc.status == 405
-    assert exc.headers == {"Allow": "GET, POST"}
+    assert exc.headers == {"allow": "GET, POST"}
 
 
 def test_full_detail_puts_the_stock_explanation_first() -> None:
@@ -157,7 +157,7 @@ def test_full_detail_with_no_specific_message() -> None:
 def test_method_not_allowed_detail_can_be_empty() -> None:
     exc = errors.MethodNotAllowed(["GET"], detail="")
     assert exc.detail == ""
-    assert exc.headers == {"Allow": "GET"}
+    assert exc.headers == {"allow": "GET"}
 
 
 def test_code_is_written_before_the_request_id() -> None:

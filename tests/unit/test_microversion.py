@@ -110,8 +110,8 @@ def test_format_version() -> None:
 
 def test_response_headers() -> None:
     assert microversion.response_headers((1, 23)) == {
-        "OpenStack-API-Version": "placement 1.23",
-        "Vary": "openstack-api-version",
+        "openstack-api-version": "placement 1.23",
+        "vary": "openstack-api-version",
     }
 
 
