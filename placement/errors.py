@@ -89,11 +89,11 @@ class MethodNotAllowed(ApiError):
     title = "Method Not Allowed"
 
     def __init__(self, allowed: list[str],
-                 detail: str = "The method specified is not allowed for this resource."
-                 ) -> None:
+                 detail: str = "The method specified is not allowed for this resource.",
+                 header: str = "allow") -> None:
+        # ``header``: lower case by default, as Placement writes it.
         super().__init__(
-            # Lower case, as Placement writes it.
-            detail, headers={"allow": ", ".join(allowed)} if allowed else None)
+            detail, headers={header: ", ".join(allowed)} if allowed else None)
 
 
 class NotAcceptable(ApiError):

@@ -26,11 +26,7 @@ class RoutingError(errors.ApiError):
     """A 404 or 405 of the router, which Ironic words as a plain HTTP error."""
 
     def __init__(self, wrapped: errors.ApiError) -> None:
-        # A 405's allowed methods as ``Allow``, as this API always sent it
-        # (Placement's lower-case ``allow`` is Placement's own spelling).
-        headers = {("Allow" if name == "allow" else name): value
-                   for name, value in wrapped.headers.items()}
-        super().__init__(wrapped.detail, headers=headers)
+        super().__init__(wrapped.detail, headers=wrapped.headers)
         self.status = wrapped.status
         self.title = wrapped.title
 

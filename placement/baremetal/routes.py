@@ -75,7 +75,9 @@ class Router(routes.Router):
         return errors.MethodNotAllowed([], detail=too_old)
 
     def _unknown_method(self, methods: list[str]) -> errors.ApiError:
-        return faults.RoutingError(errors.MethodNotAllowed(methods, detail=""))
+        # ``Allow`` as this API always spelled it (Placement's is lower case).
+        return faults.RoutingError(errors.MethodNotAllowed(methods, detail="",
+                                                           header="Allow"))
 
 
 def allocation_url(application_url: str, uuid: str) -> str:
