@@ -7,7 +7,7 @@ counted once per stack however deep it recurses) and exclusive, so that a
 profile of a benchmark run can be read without a flame-graph viewer::
 
     python3 -m benchmarks.pyspy_summary /tmp/w1.raw /tmp/w2.raw --top 40
-    python3 -m benchmarks.pyspy_summary /tmp/w*.raw --under put_allocations
+    python3 -m benchmarks.pyspy_summary /tmp/w*.raw --under replace_all
 
 ``--under NAME`` keeps only the stacks that pass through a function whose
 name contains NAME, to see where one handler's time goes.
@@ -59,12 +59,11 @@ def summarise(stacks: list[tuple[list[str], int]], top: int) -> str:
         for key in set(frames):
             inclusive[key] += count
         exclusive[frames[-1]] += count
-    lines = ["%d samples" % total, "", "inclusive:"]
-    for key, count in inclusive.most_common(top):
-        lines.append("%6.1f%%  %s" % (100.0 * count / total, key))
-    lines += ["", "exclusive:"]
-    for key, count in exclusive.most_common(top):
-        lines.append("%6.1f%%  %s" % (100.0 * count / total, key))
+    lines = ["%d samples" % total]
+    for title, counter in (("inclusive", inclusive), ("exclusive", exclusive)):
+        lines += ["", title + ":"]
+        lines += ["%6.1f%%  %s" % (100.0 * count / total, key)
+                  for key, count in counter.most_common(top)]
     return "\n".join(lines)
 
 
