@@ -9,7 +9,10 @@ when nothing shown has one).
 from __future__ import annotations
 
 import datetime
+import functools
 import json as jsonlib
+import math
+import time
 from typing import TYPE_CHECKING, Any, Iterable
 
 import webob
@@ -21,11 +24,17 @@ CACHE_HEADERS_SINCE = (1, 15)
 
 
 def _http_date(moment: datetime.datetime) -> str:
+    """``moment`` as an HTTP date (a naive one taken as UTC)."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.astimezone(datetime.timezone.utc).strftime(
-        "%a, %d %b %Y %H:%M:%S GMT"
-    )
+    return _http_date_of(math.floor(moment.timestamp()))
+
+
+@functools.lru_cache(maxsize=256)
+def _http_date_of(seconds: int) -> str:
+    # By the second, which is all an HTTP date shows: most responses show
+    # "now", and formatting it afresh was a hundredth of a small request.
+    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(seconds))
 
 
 def newest(stamps: Iterable[datetime.datetime | None]) -> datetime.datetime | None:
