@@ -9,10 +9,10 @@ when nothing shown has one).
 from __future__ import annotations
 
 import datetime
+import email.utils
 import functools
 import json as jsonlib
 import math
-import time
 from typing import TYPE_CHECKING, Any, Iterable
 
 import webob
@@ -34,7 +34,9 @@ def _http_date(moment: datetime.datetime) -> str:
 def _http_date_of(seconds: int) -> str:
     # By the second, which is all an HTTP date shows: most responses show
     # "now", and formatting it afresh was a hundredth of a small request.
-    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(seconds))
+    # email.utils writes the English day and month names whatever the
+    # process's locale (strftime's %a and %b would follow it).
+    return email.utils.formatdate(seconds, usegmt=True)
 
 
 def newest(stamps: Iterable[datetime.datetime | None]) -> datetime.datetime | None:
